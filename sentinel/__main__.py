@@ -1,0 +1,3 @@
+from sentinel.cli import run
+
+run()
