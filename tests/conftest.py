@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from sentinel.cli import main
 from sentinel.store import Store
@@ -37,31 +36,19 @@ def store(db_path: Path) -> Iterator[Store]:
 
 
 @pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """Run ``sentinel ARGS`` in-process with a clean environment; returns exit code and streams."""
+def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """Run ``sentinel ARGS`` in-process from tmp_path with no SENTINEL_* variables set."""
     monkeypatch.chdir(tmp_path)
     for name in ("SENTINEL_CONFIG", "SENTINEL_DB"):
         monkeypatch.delenv(name, raising=False)
 
-    def run(*args: str, input: str | None = None) -> CliResult:
-        runner = CliRunner()
-        result = runner.invoke(_entry, list(args), input=input, catch_exceptions=False)
-        return CliResult(result.exit_code, result.stdout, result.stderr)
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return CliResult(code, out, err)
 
     return run
-
-
-def _entry_main(args: list[str]) -> None:
-    raise SystemExit(main(args))
-
-
-import click  # noqa: E402
-
-
-@click.command(context_settings={"ignore_unknown_options": True, "help_option_names": []})
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def _entry(args: tuple[str, ...]) -> None:
-    _entry_main(list(args))
 
 
 def sentinel_process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -72,10 +59,15 @@ def sentinel_process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_sentinel(*args: str, cwd: Path, env: dict[str, str] | None = None,
-                 timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_sentinel(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "sentinel", *args],
-        cwd=cwd, env=sentinel_process_env(env), capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=sentinel_process_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         check=False,
     )
