@@ -42,7 +42,7 @@ class Backoff:
         if retry_after is not None:
             return min(self.cap, max(0.0, retry_after))
         ceiling = min(self.cap, self.base * (2 ** max(0, attempt - 1)))
-        return (rng or random).uniform(0, ceiling) if self.jitter else ceiling  # noqa: S311 (jitter, not crypto)
+        return (rng or random).uniform(0, ceiling) if self.jitter else ceiling
 
 
 def retry_after_seconds(value: str | None, *, now: Callable[[], float] = time.time) -> float | None:
