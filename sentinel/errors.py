@@ -71,7 +71,12 @@ class UsageError(SentinelError):
 
 
 class StoreError(SentinelError):
-    pass
+    """``kind`` is the database's own error class (e.g. ``InvalidInputException``), so callers
+    can tell bad input from a full disk or memory without parsing messages."""
+
+    def __init__(self, message: str, *, hint: str | None = None, kind: str = "") -> None:
+        super().__init__(message, hint=hint)
+        self.kind = kind
 
 
 class SourceError(SentinelError):

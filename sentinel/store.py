@@ -78,7 +78,15 @@ class Store:
         try:
             self._con.execute(sql, params)
         except duckdb.Error as exc:
-            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+            raise _error(exc) from exc
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        try:
+            self._con.executemany(sql, rows)
+        except duckdb.Error as exc:
+            raise _error(exc) from exc
 
     def query(self, sql: str, params: Params = None) -> list[dict[str, Any]]:
         columns, rows = self.columns_and_rows(sql, params)
@@ -92,13 +100,13 @@ class Store:
             columns = [d[0] for d in cursor.description or []]
             return columns, cursor.fetchall()
         except duckdb.Error as exc:
-            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+            raise _error(exc) from exc
 
     def scalar(self, sql: str, params: Params = None) -> Any:
         try:
             row = self._con.execute(sql, params).fetchone()
         except duckdb.Error as exc:
-            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+            raise _error(exc) from exc
         return None if row is None else row[0]
 
     def polars(self, sql: str, params: Params = None) -> Any:
@@ -106,7 +114,7 @@ class Store:
         try:
             return self._con.execute(sql, params).pl()  # type: ignore[attr-defined]
         except duckdb.Error as exc:
-            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+            raise _error(exc) from exc
 
     def register(self, name: str, frame: Any) -> None:
         """Expose an in-memory frame (polars/arrow) to SQL as a view named ``name``."""
@@ -166,6 +174,14 @@ class Store:
 
     def schema_version(self) -> int:
         return int(self.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations") or 0)
+
+
+def _error(exc: duckdb.Error) -> StoreError:
+    kind = type(exc).__name__
+    hint = None
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        hint = "raise store.memory_limit or lower store.threads in sentinel.toml"
+    return StoreError(f"{kind}: {exc}", hint=hint, kind=kind)
 
 
 def _migrations() -> list[tuple[int, str, str]]:

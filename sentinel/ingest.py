@@ -1,0 +1,378 @@
+"""Load batches of log files into ``access_events``: once, atomically, with bad input quarantined.
+
+The loader is format-agnostic. A ``RecordFormat`` turns local files into a *stage* query (one row
+per record, with the ``access_events`` columns plus ``bad_reason`` and ``skip``); the loader then,
+in ONE transaction per batch: writes quarantine rows for bad records and bad files, inserts new
+events (deduplicated against the batch and the table), registers every file in ``source_files``,
+records the load, and moves the caller's cursor. Killing the process at any point therefore loses
+nothing and duplicates nothing: an uncommitted batch is simply read again on the next run.
+
+A batch that DuckDB cannot read as a whole (corrupt gzip, truncated JSON) is retried file by file,
+so one bad file is quarantined while the rest of the batch lands.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from sentinel import logs
+from sentinel.errors import StoreError
+from sentinel.store import Store
+
+log = logs.get(__name__)
+
+KeepRaw = Literal["all", "non_read", "none"]
+
+EVENT_COLUMNS = (
+    "provider", "event_id", "logical_id", "event_time", "account", "region", "actor",
+    "actor_type", "actor_session", "caller_account", "invoked_by", "operation", "action",
+    "is_service_event", "bucket", "object_key", "copy_source", "bytes_out", "bytes_in",
+    "bytes_estimated", "error_code", "src_ip", "user_agent", "vpce_id", "source_uri",
+    "load_id", "source_index", "raw",
+)  # fmt: skip
+_MAX_BATCH_BYTES = 256 * 1024 * 1024
+_EXCERPT_CHARS = 2000
+# DuckDB errors that mean "this input cannot be read", as opposed to resource or internal errors.
+_BAD_INPUT_ERRORS = frozenset(
+    {"InvalidInputException", "IOException", "ConversionException", "SerializationException"}
+)
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """A file to load: ``uri`` is its stable identity (s3://, gs:// or an absolute path),
+    ``path`` where it can be read locally now, ``meta`` facts from its name (account, region)."""
+
+    uri: str
+    path: Path
+    size: int
+    compression: Literal["gzip", "none"]
+    meta: dict[str, str] = field(default_factory=dict)
+
+
+class RecordFormat(Protocol):
+    provider: str
+
+    def stage_query(self, files_view: str, files: Sequence[InputFile]) -> str:
+        """SQL producing one row per record of ``files`` with columns: every
+        ``EVENT_COLUMNS`` entry except ``load_id`` and ``raw``, plus ``record`` (JSON of the
+        original record), ``bad_reason`` (NULL when valid), ``skip`` (valid but not an
+        object-storage record), and ``envelope_ok`` (false marks a file without its envelope).
+        ``files_view`` is a registered view (path, uri, account, region) of the batch."""
+        ...
+
+
+@dataclass
+class IngestReport:
+    source: str
+    files_listed: int = 0
+    files_new: int = 0
+    files_loaded: int = 0
+    files_quarantined: int = 0
+    files_ignored: dict[str, int] = field(default_factory=dict)
+    events_loaded: int = 0
+    events_duplicate: int = 0
+    records_skipped: int = 0
+    records_quarantined: int = 0
+    seconds: float = 0.0
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.files_quarantined or self.records_quarantined)
+
+    def ignore(self, reason: str) -> None:
+        self.files_ignored[reason] = self.files_ignored.get(reason, 0) + 1
+
+    def as_dict(self) -> dict[str, object]:
+        rate = self.events_loaded / self.seconds if self.seconds else 0.0
+        return {
+            "source": self.source,
+            "files_listed": self.files_listed,
+            "files_new": self.files_new,
+            "files_loaded": self.files_loaded,
+            "files_quarantined": self.files_quarantined,
+            "files_ignored": sum(self.files_ignored.values()),
+            "files_ignored_by_reason": dict(sorted(self.files_ignored.items())),
+            "events_loaded": self.events_loaded,
+            "events_duplicate": self.events_duplicate,
+            "records_skipped": self.records_skipped,
+            "records_quarantined": self.records_quarantined,
+            "seconds": round(self.seconds, 3),
+            "events_per_second": round(rate),
+        }
+
+
+def new_uris(store: Store, uris: Sequence[str]) -> set[str]:
+    """The subset of ``uris`` not yet recorded in ``source_files`` (loaded or quarantined)."""
+    if not uris:
+        return set()
+    import polars as pl
+
+    store.register("_candidate_uris", pl.DataFrame({"uri": list(uris)}))
+    try:
+        _, rows = store.columns_and_rows(
+            "SELECT c.uri FROM _candidate_uris c ANTI JOIN source_files s ON s.uri = c.uri"
+        )
+    finally:
+        store.unregister("_candidate_uris")
+    return {r[0] for r in rows}
+
+
+def batches(files: Iterable[InputFile], max_files: int) -> Iterator[list[InputFile]]:
+    """Group files so each DuckDB read spreads over threads but stays within memory."""
+    batch: list[InputFile] = []
+    size = 0
+    for f in files:
+        if batch and (len(batch) >= max_files or size + f.size > _MAX_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(f)
+        size += f.size
+    if batch:
+        yield batch
+
+
+class Loader:
+    """Commits batches of one source. ``on_commit`` runs inside each batch's transaction
+    (cursor updates belong there, so they commit with the rows they describe)."""
+
+    def __init__(
+        self,
+        store: Store,
+        fmt: RecordFormat,
+        *,
+        source: str,
+        keep_raw: KeepRaw,
+        report: IngestReport,
+        on_commit: Callable[[Store, list[InputFile]], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.fmt = fmt
+        self.source = source
+        self.keep_raw = keep_raw
+        self.report = report
+        self.on_commit = on_commit
+
+    def load(self, batch: list[InputFile]) -> None:
+        started = time.perf_counter()
+        try:
+            self._load_batch(batch)
+        except StoreError as exc:
+            if exc.kind not in _BAD_INPUT_ERRORS:
+                raise  # memory, disk or a bug: not the input's fault, so quarantine nothing
+            if len(batch) == 1:
+                self._quarantine_file(batch[0], _read_failure_reason(str(exc)), str(exc))
+            else:
+                log.info(
+                    "ingest.batch_split", source=self.source, files=len(batch), error=str(exc)[:300]
+                )
+                for one in batch:
+                    self.load([one])
+                return
+        self.report.seconds += time.perf_counter() - started
+
+    # -- one batch, one transaction ---------------------------------------------------------
+    def _load_batch(self, batch: list[InputFile]) -> None:
+        import polars as pl
+
+        store = self.store
+        files_frame = pl.DataFrame(
+            {
+                "path": [str(f.path) for f in batch],
+                "uri": [f.uri for f in batch],
+                "account": [f.meta.get("account") for f in batch],
+                "region": [f.meta.get("region") for f in batch],
+            },
+            schema={"path": pl.String, "uri": pl.String, "account": pl.String, "region": pl.String},
+        )
+        store.register("_batch_files", files_frame)
+        try:
+            with store.transaction():
+                load_id = store.next_id("load_seq")
+                now = _utcnow()
+                store.execute(
+                    "CREATE OR REPLACE TEMP TABLE _stage AS "
+                    + self.fmt.stage_query("_batch_files", batch)
+                )
+                bad_files = self._quarantine_envelopes(load_id, now)
+                bad_records = self._quarantine_records(load_id, now)
+                counts = self._insert_events(load_id)
+                per_file = self._per_file_counts()
+                self._register_files(batch, bad_files, per_file, load_id, now)
+                store.execute(
+                    "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [load_id, self.fmt.provider, self.source, now, len(batch),
+                     counts[0], len(bad_files) + bad_records],
+                )  # fmt: skip
+                if self.on_commit:
+                    self.on_commit(store, batch)
+                store.execute("DROP TABLE _stage")
+        finally:
+            store.unregister("_batch_files")
+        inserted, duplicates, skipped = counts
+        self.report.files_loaded += len(batch) - len(bad_files)
+        self.report.files_quarantined += len(bad_files)
+        self.report.events_loaded += inserted
+        self.report.events_duplicate += duplicates
+        self.report.records_skipped += skipped
+        self.report.records_quarantined += bad_records
+        log.debug(
+            "ingest.batch_loaded",
+            source=self.source,
+            files=len(batch),
+            events=inserted,
+            duplicates=duplicates,
+            quarantined_records=bad_records,
+            load_id=load_id,
+        )
+
+    def _quarantine_envelopes(self, load_id: int, now: dt.datetime) -> set[str]:
+        _, rows = self.store.columns_and_rows(
+            "SELECT DISTINCT source_uri FROM _stage WHERE NOT envelope_ok"
+        )
+        bad = {r[0] for r in rows}
+        for uri in sorted(bad):
+            self._insert_quarantine(uri, None, "no_records_envelope",
+                                    "file has no record envelope (e.g. a CloudTrail file without "
+                                    "'Records')", None, load_id, now)  # fmt: skip
+        return bad
+
+    def _quarantine_records(self, load_id: int, now: dt.datetime) -> int:
+        count = int(self.store.scalar(
+            "SELECT count(*) FROM _stage WHERE envelope_ok AND bad_reason IS NOT NULL"
+        ))  # fmt: skip
+        if count:
+            self.store.execute(
+                "INSERT INTO quarantine SELECT nextval('quarantine_seq'), ?, ?, source_uri,"
+                " source_index, split_part(bad_reason, ':', 1), bad_reason,"
+                f" left(record::VARCHAR, {_EXCERPT_CHARS}), ?, ?"
+                " FROM _stage WHERE envelope_ok AND bad_reason IS NOT NULL",
+                [self.fmt.provider, self.source, load_id, now],
+            )
+        return count
+
+    def _insert_events(self, load_id: int) -> tuple[int, int, int]:
+        store = self.store
+        good = "envelope_ok AND bad_reason IS NULL"
+        skipped = int(store.scalar(f"SELECT count(*) FROM _stage WHERE {good} AND skip"))
+        valid = int(store.scalar(f"SELECT count(*) FROM _stage WHERE {good} AND NOT skip"))
+        if not valid:
+            return 0, 0, skipped
+        lo, hi = store.columns_and_rows(
+            f"SELECT min(event_time), max(event_time) FROM _stage WHERE {good} AND NOT skip"
+        )[1][0]
+        columns = [c for c in EVENT_COLUMNS if c not in ("load_id", "raw")]
+        select = ", ".join(f"s.{c}" for c in columns)
+        before = int(
+            store.scalar("SELECT count(*) FROM access_events WHERE load_id = ?", [load_id])
+        )
+        # Duplicates share their event id (and so their event time): restricting the anti-join to
+        # the batch's time range keeps it a zone-map-pruned scan instead of a full-table one.
+        store.execute(
+            f"INSERT INTO access_events ({', '.join(columns)}, load_id, raw) "
+            f"SELECT {select}, ?, {self._raw_expression()} "
+            f"FROM (SELECT * FROM _stage WHERE {good} AND NOT skip "
+            "       QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY source_uri,"
+            "                                  source_index) = 1) s "
+            "WHERE NOT EXISTS (SELECT 1 FROM access_events e WHERE e.provider = s.provider"
+            "   AND e.event_id = s.event_id AND e.event_time BETWEEN ? AND ?)",
+            [load_id, lo, hi],
+        )
+        inserted = (
+            int(store.scalar("SELECT count(*) FROM access_events WHERE load_id = ?", [load_id]))
+            - before
+        )
+        return inserted, valid - inserted, skipped
+
+    def _raw_expression(self) -> str:
+        if self.keep_raw == "all":
+            return "s.record"
+        if self.keep_raw == "none":
+            return "NULL"
+        # Default: keep every record except successful reads and metadata calls, which are the
+        # bulk of the volume and are re-readable from the immutable source files.
+        return (
+            "CASE WHEN s.action IN ('read', 'metadata', 'list') AND s.error_code IS NULL"
+            " THEN NULL ELSE s.record END"
+        )
+
+    def _per_file_counts(self) -> dict[str, tuple[int, int, int]]:
+        _, rows = self.store.columns_and_rows(
+            "SELECT source_uri,"
+            " count(*) FILTER (WHERE bad_reason IS NULL AND NOT skip),"
+            " count(*) FILTER (WHERE bad_reason IS NULL AND skip),"
+            " count(*) FILTER (WHERE bad_reason IS NOT NULL)"
+            " FROM _stage WHERE envelope_ok GROUP BY source_uri"
+        )
+        return {r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in rows}
+
+    def _register_files(
+        self,
+        batch: list[InputFile],
+        bad_files: set[str],
+        per_file: dict[str, tuple[int, int, int]],
+        load_id: int,
+        now: dt.datetime,
+    ) -> None:
+        rows = []
+        for f in batch:
+            events, skipped, quarantined = per_file.get(f.uri, (0, 0, 0))
+            outcome = "quarantined" if f.uri in bad_files else "loaded"
+            rows.append([self.fmt.provider, self.source, f.uri, f.size, outcome, events, skipped,
+                         quarantined, load_id, now])  # fmt: skip
+        self.store.execute_many(
+            "INSERT INTO source_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+        )
+
+    # -- a file DuckDB cannot read at all ---------------------------------------------------
+    def _quarantine_file(self, f: InputFile, reason: str, detail: str) -> None:
+        now = _utcnow()
+        with self.store.transaction():
+            load_id = self.store.next_id("load_seq")
+            self._insert_quarantine(f.uri, None, reason, detail[:1000], None, load_id, now)
+            self.store.execute(
+                "INSERT INTO source_files VALUES (?, ?, ?, ?, 'quarantined', 0, 0, 0, ?, ?)",
+                [self.fmt.provider, self.source, f.uri, f.size, load_id, now],
+            )
+            self.store.execute(
+                "INSERT INTO loads VALUES (?, ?, ?, ?, 1, 0, 1)",
+                [load_id, self.fmt.provider, self.source, now],
+            )
+            if self.on_commit:
+                self.on_commit(self.store, [f])
+        self.report.files_quarantined += 1
+        log.warning("ingest.file_quarantined", source=self.source, uri=f.uri, reason=reason,
+                    detail=detail[:300])  # fmt: skip
+
+    def _insert_quarantine(
+        self,
+        uri: str,
+        index: int | None,
+        reason: str,
+        detail: str,
+        excerpt: str | None,
+        load_id: int,
+        now: dt.datetime,
+    ) -> None:
+        self.store.execute(
+            "INSERT INTO quarantine VALUES (nextval('quarantine_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [self.fmt.provider, self.source, uri, index, reason, detail, excerpt, load_id, now],
+        )
+
+
+def _read_failure_reason(message: str) -> str:
+    text = message.lower()
+    if "gzip" in text or "zlib" in text or "decompress" in text or "inflate" in text:
+        return "corrupt_compression"
+    if "json" in text or "malformed" in text or "unexpected" in text:
+        return "malformed_json"
+    return "unreadable"
+
+
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
