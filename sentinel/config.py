@@ -63,6 +63,7 @@ class CloudTrailSource:
     org_id: str = ""
     endpoint_url: str = ""
     lookback_days: int = 2
+    batch_files: int = 256
 
     @property
     def label(self) -> str:
@@ -345,8 +346,8 @@ class _Parser:
             return self.convert(inner[0], value, path)
         if origin is tuple:
             item_type = args[0]
-            if item_type is SecretRef and isinstance(value, dict):
-                value = [value]  # one reference where a list of them (rotation) is allowed
+            if item_type is SecretRef and isinstance(value, dict | str):
+                value = [value]  # one secret where a list of them (rotation) is allowed
             if not isinstance(value, list):
                 self.problem(path, f"expected a list, got {type(value).__name__}")
                 return ()

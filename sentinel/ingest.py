@@ -29,13 +29,36 @@ log = logs.get(__name__)
 KeepRaw = Literal["all", "non_read", "none"]
 
 EVENT_COLUMNS = (
-    "provider", "event_id", "logical_id", "event_time", "account", "region", "actor",
-    "actor_type", "actor_session", "caller_account", "invoked_by", "operation", "action",
-    "is_service_event", "bucket", "object_key", "copy_source", "bytes_out", "bytes_in",
-    "bytes_estimated", "error_code", "src_ip", "user_agent", "vpce_id", "source_uri",
-    "load_id", "source_index", "raw",
-)  # fmt: skip
-_MAX_BATCH_BYTES = 256 * 1024 * 1024
+    "provider",
+    "event_id",
+    "logical_id",
+    "event_time",
+    "account",
+    "region",
+    "actor",
+    "actor_type",
+    "actor_session",
+    "caller_account",
+    "invoked_by",
+    "operation",
+    "action",
+    "is_service_event",
+    "bucket",
+    "object_key",
+    "copy_source",
+    "bytes_out",
+    "bytes_in",
+    "bytes_estimated",
+    "error_code",
+    "src_ip",
+    "user_agent",
+    "vpce_id",
+    "source_uri",
+    "load_id",
+    "source_index",
+    "raw",
+)
+_MAX_BATCH_BYTES = 64 * 1024 * 1024  # compressed bytes per batch (~0.5-1 GB of JSON)
 _EXCERPT_CHARS = 2000
 # DuckDB errors that mean "this input cannot be read", as opposed to resource or internal errors.
 _BAD_INPUT_ERRORS = frozenset(
@@ -137,6 +160,17 @@ def batches(files: Iterable[InputFile], max_files: int) -> Iterator[list[InputFi
         yield batch
 
 
+@dataclass(frozen=True)
+class _Tally:
+    valid: int
+    skipped: int
+    bad_records: int
+    first_time: dt.datetime | None
+    last_time: dt.datetime | None
+    bad_files: set[str]
+    batch_duplicates: int
+
+
 class Loader:
     """Commits batches of one source. ``on_commit`` runs inside each batch's transaction
     (cursor updates belong there, so they commit with the rows they describe)."""
@@ -185,148 +219,164 @@ class Loader:
             {
                 "path": [str(f.path) for f in batch],
                 "uri": [f.uri for f in batch],
+                "size": [f.size for f in batch],
                 "account": [f.meta.get("account") for f in batch],
                 "region": [f.meta.get("region") for f in batch],
             },
-            schema={"path": pl.String, "uri": pl.String, "account": pl.String, "region": pl.String},
+            schema={
+                "path": pl.String,
+                "uri": pl.String,
+                "size": pl.Int64,
+                "account": pl.String,
+                "region": pl.String,
+            },
         )
         store.register("_batch_files", files_frame)
         try:
             with store.transaction():
                 load_id = store.next_id("load_seq")
                 now = _utcnow()
+                # The original record is carried only where it may be stored: rows the raw policy
+                # keeps and rows headed for quarantine. Copying every record costs more than
+                # parsing it.
                 store.execute(
-                    "CREATE OR REPLACE TEMP TABLE _stage AS "
-                    + self.fmt.stage_query("_batch_files", batch)
+                    "CREATE OR REPLACE TEMP TABLE _stage AS SELECT * REPLACE ("
+                    f" CASE WHEN bad_reason IS NOT NULL OR ({self._keep_raw_condition()})"
+                    " THEN record END AS record)"
+                    f" FROM ({self.fmt.stage_query('_batch_files', batch)})"
                 )
-                bad_files = self._quarantine_envelopes(load_id, now)
-                bad_records = self._quarantine_records(load_id, now)
-                counts = self._insert_events(load_id)
-                per_file = self._per_file_counts()
-                self._register_files(batch, bad_files, per_file, load_id, now)
+                tally = self._tally()
+                if tally.bad_files:
+                    self._quarantine_envelopes(tally.bad_files, load_id, now)
+                if tally.bad_records:
+                    self._quarantine_records(load_id, now)
+                inserted = self._insert_events(load_id, tally) if tally.valid else 0
+                self._register_files(load_id, now)
+                quarantined = len(tally.bad_files) + tally.bad_records
                 store.execute(
                     "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [load_id, self.fmt.provider, self.source, now, len(batch),
-                     counts[0], len(bad_files) + bad_records],
-                )  # fmt: skip
+                    [
+                        load_id,
+                        self.fmt.provider,
+                        self.source,
+                        now,
+                        len(batch),
+                        inserted,
+                        quarantined,
+                    ],
+                )
                 if self.on_commit:
                     self.on_commit(store, batch)
                 store.execute("DROP TABLE _stage")
         finally:
             store.unregister("_batch_files")
-        inserted, duplicates, skipped = counts
-        self.report.files_loaded += len(batch) - len(bad_files)
-        self.report.files_quarantined += len(bad_files)
-        self.report.events_loaded += inserted
-        self.report.events_duplicate += duplicates
-        self.report.records_skipped += skipped
-        self.report.records_quarantined += bad_records
+        report = self.report
+        report.files_loaded += len(batch) - len(tally.bad_files)
+        report.files_quarantined += len(tally.bad_files)
+        report.events_loaded += inserted
+        report.events_duplicate += tally.valid - inserted
+        report.records_skipped += tally.skipped
+        report.records_quarantined += tally.bad_records
         log.debug(
             "ingest.batch_loaded",
             source=self.source,
             files=len(batch),
             events=inserted,
-            duplicates=duplicates,
-            quarantined_records=bad_records,
+            duplicates=tally.valid - inserted,
+            quarantined_records=tally.bad_records,
             load_id=load_id,
         )
 
-    def _quarantine_envelopes(self, load_id: int, now: dt.datetime) -> set[str]:
-        _, rows = self.store.columns_and_rows(
-            "SELECT DISTINCT source_uri FROM _stage WHERE NOT envelope_ok"
-        )
-        bad = {r[0] for r in rows}
-        for uri in sorted(bad):
-            self._insert_quarantine(uri, None, "no_records_envelope",
-                                    "file has no record envelope (e.g. a CloudTrail file without "
-                                    "'Records')", None, load_id, now)  # fmt: skip
-        return bad
-
-    def _quarantine_records(self, load_id: int, now: dt.datetime) -> int:
-        count = int(self.store.scalar(
-            "SELECT count(*) FROM _stage WHERE envelope_ok AND bad_reason IS NOT NULL"
-        ))  # fmt: skip
-        if count:
-            self.store.execute(
-                "INSERT INTO quarantine SELECT nextval('quarantine_seq'), ?, ?, source_uri,"
-                " source_index, split_part(bad_reason, ':', 1), bad_reason,"
-                f" left(record::VARCHAR, {_EXCERPT_CHARS}), ?, ?"
-                " FROM _stage WHERE envelope_ok AND bad_reason IS NOT NULL",
-                [self.fmt.provider, self.source, load_id, now],
-            )
-        return count
-
-    def _insert_events(self, load_id: int) -> tuple[int, int, int]:
-        store = self.store
+    def _tally(self) -> _Tally:
+        """Everything the batch needs to know about its stage, in one scan."""
         good = "envelope_ok AND bad_reason IS NULL"
-        skipped = int(store.scalar(f"SELECT count(*) FROM _stage WHERE {good} AND skip"))
-        valid = int(store.scalar(f"SELECT count(*) FROM _stage WHERE {good} AND NOT skip"))
-        if not valid:
-            return 0, 0, skipped
-        lo, hi = store.columns_and_rows(
-            f"SELECT min(event_time), max(event_time) FROM _stage WHERE {good} AND NOT skip"
+        row = self.store.columns_and_rows(
+            "SELECT"
+            f" count(*) FILTER (WHERE {good} AND NOT skip),"
+            f" count(*) FILTER (WHERE {good} AND skip),"
+            " count(*) FILTER (WHERE envelope_ok AND bad_reason IS NOT NULL),"
+            f" min(event_time) FILTER (WHERE {good} AND NOT skip),"
+            f" max(event_time) FILTER (WHERE {good} AND NOT skip),"
+            " list(DISTINCT source_uri) FILTER (WHERE NOT envelope_ok),"
+            # Duplicates inside one batch are rare; the window that removes them is not cheap.
+            f" count(event_id) FILTER (WHERE {good} AND NOT skip)"
+            f"   - count(DISTINCT event_id) FILTER (WHERE {good} AND NOT skip)"
+            " FROM _stage"
         )[1][0]
+        return _Tally(
+            int(row[0]),
+            int(row[1]),
+            int(row[2]),
+            row[3],
+            row[4],
+            set(row[5] or []),
+            int(row[6] or 0),
+        )
+
+    def _quarantine_envelopes(self, bad: set[str], load_id: int, now: dt.datetime) -> None:
+        for uri in sorted(bad):
+            self._insert_quarantine(
+                uri,
+                None,
+                "no_records_envelope",
+                "file has no record envelope (e.g. a CloudTrail file without 'Records')",
+                None,
+                load_id,
+                now,
+            )
+
+    def _quarantine_records(self, load_id: int, now: dt.datetime) -> None:
+        self.store.execute(
+            "INSERT INTO quarantine SELECT nextval('quarantine_seq'), ?, ?, source_uri,"
+            " source_index, split_part(bad_reason, ':', 1), bad_reason,"
+            f" left(record::VARCHAR, {_EXCERPT_CHARS}), ?, ?"
+            " FROM _stage WHERE envelope_ok AND bad_reason IS NOT NULL",
+            [self.fmt.provider, self.source, load_id, now],
+        )
+
+    def _insert_events(self, load_id: int, tally: _Tally) -> int:
         columns = [c for c in EVENT_COLUMNS if c not in ("load_id", "raw")]
         select = ", ".join(f"s.{c}" for c in columns)
-        before = int(
-            store.scalar("SELECT count(*) FROM access_events WHERE load_id = ?", [load_id])
+        dedupe = (
+            "QUALIFY row_number() OVER"
+            " (PARTITION BY event_id ORDER BY source_uri, source_index) = 1"
+            if tally.batch_duplicates
+            else ""
         )
         # Duplicates share their event id (and so their event time): restricting the anti-join to
         # the batch's time range keeps it a zone-map-pruned scan instead of a full-table one.
-        store.execute(
+        return self.store.execute_count(
             f"INSERT INTO access_events ({', '.join(columns)}, load_id, raw) "
-            f"SELECT {select}, ?, {self._raw_expression()} "
-            f"FROM (SELECT * FROM _stage WHERE {good} AND NOT skip "
-            "       QUALIFY row_number() OVER (PARTITION BY event_id ORDER BY source_uri,"
-            "                                  source_index) = 1) s "
+            f"SELECT {select}, ?, CASE WHEN bad_reason IS NULL THEN s.record END "
+            "FROM (SELECT * FROM _stage WHERE envelope_ok AND bad_reason IS NULL AND NOT skip"
+            f"      {dedupe}) s "
             "WHERE NOT EXISTS (SELECT 1 FROM access_events e WHERE e.provider = s.provider"
             "   AND e.event_id = s.event_id AND e.event_time BETWEEN ? AND ?)",
-            [load_id, lo, hi],
+            [load_id, tally.first_time, tally.last_time],
         )
-        inserted = (
-            int(store.scalar("SELECT count(*) FROM access_events WHERE load_id = ?", [load_id]))
-            - before
-        )
-        return inserted, valid - inserted, skipped
 
-    def _raw_expression(self) -> str:
+    def _keep_raw_condition(self) -> str:
         if self.keep_raw == "all":
-            return "s.record"
+            return "true"
         if self.keep_raw == "none":
-            return "NULL"
-        # Default: keep every record except successful reads and metadata calls, which are the
-        # bulk of the volume and are re-readable from the immutable source files.
-        return (
-            "CASE WHEN s.action IN ('read', 'metadata', 'list') AND s.error_code IS NULL"
-            " THEN NULL ELSE s.record END"
-        )
+            return "false"
+        # Default: keep every record except successful reads, metadata and list calls: they are
+        # the bulk of the volume and stay re-readable from the immutable source files.
+        return "NOT (action IN ('read', 'metadata', 'list') AND error_code IS NULL)"
 
-    def _per_file_counts(self) -> dict[str, tuple[int, int, int]]:
-        _, rows = self.store.columns_and_rows(
-            "SELECT source_uri,"
-            " count(*) FILTER (WHERE bad_reason IS NULL AND NOT skip),"
-            " count(*) FILTER (WHERE bad_reason IS NULL AND skip),"
-            " count(*) FILTER (WHERE bad_reason IS NOT NULL)"
-            " FROM _stage WHERE envelope_ok GROUP BY source_uri"
-        )
-        return {r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in rows}
-
-    def _register_files(
-        self,
-        batch: list[InputFile],
-        bad_files: set[str],
-        per_file: dict[str, tuple[int, int, int]],
-        load_id: int,
-        now: dt.datetime,
-    ) -> None:
-        rows = []
-        for f in batch:
-            events, skipped, quarantined = per_file.get(f.uri, (0, 0, 0))
-            outcome = "quarantined" if f.uri in bad_files else "loaded"
-            rows.append([self.fmt.provider, self.source, f.uri, f.size, outcome, events, skipped,
-                         quarantined, load_id, now])  # fmt: skip
-        self.store.execute_many(
-            "INSERT INTO source_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+    def _register_files(self, load_id: int, now: dt.datetime) -> None:
+        self.store.execute(
+            "INSERT INTO source_files SELECT ?, ?, b.uri, b.size,"
+            " CASE WHEN coalesce(c.envelope_ok, true) THEN 'loaded' ELSE 'quarantined' END,"
+            " coalesce(c.events, 0), coalesce(c.skipped, 0), coalesce(c.bad, 0), ?, ?"
+            " FROM _batch_files b LEFT JOIN ("
+            "   SELECT source_uri, bool_and(envelope_ok) AS envelope_ok,"
+            "     count(*) FILTER (WHERE envelope_ok AND bad_reason IS NULL AND NOT skip)"
+            "       AS events,"
+            "     count(*) FILTER (WHERE envelope_ok AND bad_reason IS NULL AND skip) AS skipped,"
+            "     count(*) FILTER (WHERE envelope_ok AND bad_reason IS NOT NULL) AS bad"
+            "   FROM _stage GROUP BY source_uri) c ON c.source_uri = b.uri",
+            [self.fmt.provider, self.source, load_id, now],
         )
 
     # -- a file DuckDB cannot read at all ---------------------------------------------------
@@ -346,8 +396,13 @@ class Loader:
             if self.on_commit:
                 self.on_commit(self.store, [f])
         self.report.files_quarantined += 1
-        log.warning("ingest.file_quarantined", source=self.source, uri=f.uri, reason=reason,
-                    detail=detail[:300])  # fmt: skip
+        log.warning(
+            "ingest.file_quarantined",
+            source=self.source,
+            uri=f.uri,
+            reason=reason,
+            detail=detail[:300],
+        )
 
     def _insert_quarantine(
         self,

@@ -32,10 +32,13 @@ def configure(level: str = "info", *, json_logs: bool | None = None) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # Look up sys.stderr per logger, not once: tests and embedders swap the stream.
+        logger_factory=lambda *_: structlog.PrintLogger(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
 
 
 def get(name: str) -> Any:
+    if not structlog.is_configured():
+        configure()  # library use without the CLI still logs to stderr, never stdout
     return structlog.get_logger(name)

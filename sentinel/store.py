@@ -80,6 +80,14 @@ class Store:
         except duckdb.Error as exc:
             raise _error(exc) from exc
 
+    def execute_count(self, sql: str, params: Params = None) -> int:
+        """Run an INSERT/UPDATE/DELETE and return how many rows it changed."""
+        try:
+            rows = self._con.execute(sql, params).fetchall()
+        except duckdb.Error as exc:
+            raise _error(exc) from exc
+        return int(rows[0][0]) if rows else 0
+
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
@@ -104,10 +112,11 @@ class Store:
 
     def scalar(self, sql: str, params: Params = None) -> Any:
         try:
-            row = self._con.execute(sql, params).fetchone()
+            # Fetch everything: DuckDB refuses new work while a result is half-read.
+            rows = self._con.execute(sql, params).fetchall()
         except duckdb.Error as exc:
             raise _error(exc) from exc
-        return None if row is None else row[0]
+        return rows[0][0] if rows else None
 
     def polars(self, sql: str, params: Params = None) -> Any:
         """A query result as a polars DataFrame (for baselines and reports)."""

@@ -76,8 +76,9 @@ def emit_reports(reports: list[IngestReport], fmt: Format) -> int:
 @click.option("--until", metavar="YYYY-MM-DD", help="Backfill up to this delivery day, inclusive.")
 @output_options
 @pass_app
-def cloudtrail(app: AppContext, path: str | None, since: str | None, until: str | None,
-               fmt: Format) -> int:  # fmt: skip
+def cloudtrail(
+    app: AppContext, path: str | None, since: str | None, until: str | None, fmt: Format
+) -> int:
     """Load CloudTrail S3 data and management events from every [[sources.cloudtrail]].
 
     Only CloudTrail event files are read; digests, Insights and other objects are counted and

@@ -43,7 +43,7 @@ CREATE TABLE access_events (
     source_uri        VARCHAR NOT NULL,
     load_id           BIGINT NOT NULL,
     source_index      INTEGER NOT NULL,
-    raw               JSON
+    raw               JSON USING COMPRESSION zstd
 );
 COMMENT ON TABLE access_events IS 'One row per object-storage access on either cloud. Natural key (provider, event_id). event_time is UTC. Sum bytes over DISTINCT logical_id: cross-account copies of one AWS call share it.';
 COMMENT ON COLUMN access_events.action IS 'read | metadata | list | write | delete | tamper | other';

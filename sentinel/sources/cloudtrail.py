@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from sentinel import logs
 from sentinel.config import CloudTrailSource
@@ -34,7 +34,6 @@ log = logs.get(__name__)
 
 GZIP_MAGIC = b"\x1f\x8b"
 _FETCH_THREADS = 8
-_BATCH_FILES = 16
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ class Listed:
     size: int
 
 
-def compression_of(path: Path) -> str:
+def compression_of(path: Path) -> Literal["gzip", "none"]:
     """Gzip is decided by magic bytes: names and Content-Encoding are not trustworthy."""
     with path.open("rb") as handle:
         return "gzip" if handle.read(2) == GZIP_MAGIC else "none"
@@ -92,29 +91,42 @@ def run(
     cursor_key = f"cloudtrail:{label}"
     listed = list(_list_new(store, reader, source, cursor_key, since, until, today, report))
     report.files_new = len(listed)
-    log.info("ingest.listed", source=label, listed=report.files_listed, new=len(listed),
-             ignored=sum(report.files_ignored.values()))  # fmt: skip
+    log.info(
+        "ingest.listed",
+        source=label,
+        listed=report.files_listed,
+        new=len(listed),
+        ignored=sum(report.files_ignored.values()),
+    )
     backfill = since is not None or until is not None
 
     def commit_cursor(db: Store, files: list[InputFile]) -> None:
         if backfill:
             return
-        # The cursor is informational for listing (we re-list the lookback anyway); it records
-        # the newest delivery day loaded per account/region, committed with the rows.
+        # The newest delivery day loaded per account/region, committed with the rows. Listing
+        # resumes from the oldest partition cursor minus the lookback, so late files are seen.
+        newest: dict[str, str] = {}
         for f in files:
             partition = f"{f.meta['account']}/{f.meta['region']}"
-            db.execute(
-                "INSERT INTO cursors VALUES (?, ?, ?, now()::TIMESTAMP) ON CONFLICT (source, key)"
-                " DO UPDATE SET value = greatest(cursors.value, excluded.value),"
-                " updated_at = excluded.updated_at",
-                [cursor_key, partition, f.meta["day"]],
-            )
+            newest[partition] = max(newest.get(partition, ""), f.meta["day"])
+        db.execute_many(
+            "INSERT INTO cursors VALUES (?, ?, ?, now()::TIMESTAMP) ON CONFLICT (source, key)"
+            " DO UPDATE SET value = greatest(cursors.value, excluded.value),"
+            " updated_at = excluded.updated_at",
+            [[cursor_key, partition, day] for partition, day in sorted(newest.items())],
+        )
 
-    loader = Loader(store, CloudTrailFormat(), source=label, keep_raw=keep_raw, report=report,
-                    on_commit=commit_cursor)  # fmt: skip
+    loader = Loader(
+        store,
+        CloudTrailFormat(),
+        source=label,
+        keep_raw=keep_raw,
+        report=report,
+        on_commit=commit_cursor,
+    )
     done = 0
     with tempfile.TemporaryDirectory(prefix="sentinel-spool-") as spool:
-        for batch in batches(reader.fetch_all(listed, Path(spool)), _BATCH_FILES):
+        for batch in batches(reader.fetch_all(listed, Path(spool)), max(1, source.batch_files)):
             loader.load(batch)
             reader.release(batch)
             done += len(batch)
@@ -183,8 +195,13 @@ class _Reader:
 
 def _input(item: Listed, path: Path) -> InputFile:
     meta = {"account": item.key.account, "region": item.key.region, "day": item.key.day.isoformat()}
-    return InputFile(uri=item.uri, path=path, size=path.stat().st_size,
-                     compression=compression_of(path), meta=meta)  # type: ignore[arg-type]  # fmt: skip
+    return InputFile(
+        uri=item.uri,
+        path=path,
+        size=path.stat().st_size,
+        compression=compression_of(path),
+        meta=meta,
+    )
 
 
 class _LocalReader(_Reader):
@@ -262,8 +279,10 @@ class _S3Reader(_Reader):
 
     def list_files(self, window: Window, source: CloudTrailSource) -> Iterator[Listed | str]:
         for account_prefix in self.account_prefixes():
-            regions = [p.rstrip("/").rsplit("/", 1)[-1]
-                       for p in self._common_prefixes(f"{account_prefix}CloudTrail/")]  # fmt: skip
+            regions = [
+                p.rstrip("/").rsplit("/", 1)[-1]
+                for p in self._common_prefixes(f"{account_prefix}CloudTrail/")
+            ]
             for region in regions:
                 if source.regions and region not in source.regions:
                     continue

@@ -121,8 +121,10 @@ SELECT
   record,
   CASE
     WHEN NOT envelope_ok THEN NULL
-    WHEN record IS NULL OR json_type(record) <> 'OBJECT' THEN 'not_an_object'
-    WHEN event_id IS NULL OR event_id = '' THEN 'missing_field:eventID'
+    WHEN record IS NULL THEN 'not_an_object'
+    WHEN event_id IS NULL OR event_id = '' THEN
+      CASE WHEN left(ltrim(record::VARCHAR), 1) <> '{{' THEN 'not_an_object'
+           ELSE 'missing_field:eventID' END
     WHEN operation IS NULL OR operation = '' THEN 'missing_field:eventName'
     WHEN event_source IS NULL THEN 'missing_field:eventSource'
     WHEN event_time_text IS NULL THEN 'missing_field:eventTime'
