@@ -1,0 +1,17 @@
+"""Fixtures for delivery tests: a real signature-verifying webhook receiver on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.deliver.receiver import Receiver, start_receiver
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    rec, server = start_receiver()
+    yield rec
+    server.shutdown()
+    server.server_close()
