@@ -149,7 +149,7 @@ class Webhook:
     rules: tuple[str, ...] = ("*",)
     allow_insecure: bool = False
     timeout_seconds: float = 10.0
-    max_attempts: int = 12
+    max_attempts: int = 30
     max_age_hours: float = 48.0
     backoff_base_seconds: float = 5.0
     backoff_cap_seconds: float = 3600.0

@@ -167,7 +167,10 @@ def headers(cfg: Config, hook: Webhook, items: list[Item], body: bytes) -> dict[
         result["X-Splunk-Request-Channel"] = hook.splunk_ack_channel
     if hook.secret:
         secrets = [cfg.secret(ref) for ref in hook.secret]
-        result.update(webhooks.sign(secrets, message_id(items), body, int(time.time())))
+        try:
+            result.update(webhooks.sign(secrets, message_id(items), body, int(time.time())))
+        except ValueError as exc:
+            raise ConfigError([Problem("alerts.webhook", None, f"{hook.label}: {exc}")]) from exc
     return result
 
 

@@ -69,7 +69,7 @@ def due(store: Store, destination: str, now: dt.datetime, limit: int) -> list[It
     rows = store.query(
         "SELECT delivery_id, destination, finding_id, change, snapshot, attempts, created_at"
         " FROM outbox WHERE state = 'pending' AND destination = ? AND next_attempt_at <= ?"
-        " ORDER BY created_at, delivery_id LIMIT ?",
+        " ORDER BY next_attempt_at, created_at, delivery_id LIMIT ?",
         [destination, now, limit],
     )
     return [Item(**{**r, "snapshot": json.loads(r["snapshot"])}) for r in rows]
@@ -104,7 +104,9 @@ def failed(
     too_old = now - oldest > dt.timedelta(hours=hook.max_age_hours)
     dead = not retryable or attempts >= hook.max_attempts or too_old
     backoff = Backoff(base=hook.backoff_base_seconds, cap=hook.backoff_cap_seconds)
-    next_at = now + dt.timedelta(seconds=backoff.delay(attempts, retry_after))
+    # Retry-After is honoured even beyond our cap; max_age_hours still bounds the wait.
+    delay = retry_after if retry_after is not None else backoff.delay(attempts)
+    next_at = now + dt.timedelta(seconds=delay)
     if dead and retryable:
         error = f"gave up after {attempts} attempts{' (too old)' if too_old else ''}: {error}"
     with store.transaction():

@@ -8,6 +8,8 @@ customer would, dedupes on ``webhook-id``, and plays a script of failures: ``"50
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import datetime as dt
 import json
 import socket
@@ -26,7 +28,7 @@ TOKEN_ENV = "TEST_HEC_TOKEN"
 
 
 def fake_secret(tag: str) -> str:
-    return "whsec_" + "".join(["dGVzdC1", tag.encode().hex(), "-c2VjcmV0LWtleS0xMjM0NTY3OA"])[:40]
+    return "whsec_" + base64.b64encode(f"test-{tag}-signing-key-".encode() * 2).decode()
 
 
 @dataclass
@@ -35,6 +37,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     webhook_id: str | None
+    accepted: bool = False
 
 
 @dataclass
@@ -51,15 +54,22 @@ class Receiver:
     _next_ack: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def wait_for(self, accepted: int, seconds: float = 5.0) -> None:
+        """Wait until ``accepted`` requests were answered 200 (a timed-out one finishes late)."""
+        deadline = time.monotonic() + seconds
+        while sum(self.seen_ids.values()) < accepted and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     @property
     def delivered(self) -> list[dict[str, Any]]:
         """Bodies accepted once per webhook-id, parsed (HEC bodies are one object per line)."""
         out: list[dict[str, Any]] = []
         firsts: set[str] = set()
         for r in self.requests:
-            if r.webhook_id is None or r.webhook_id in firsts or r.path.endswith("/ack"):
+            key = r.webhook_id or str(id(r))
+            if not r.accepted or key in firsts:
                 continue
-            firsts.add(r.webhook_id)
+            firsts.add(key)
             out.extend(json.loads(line) for line in r.body.decode().splitlines() if line)
         return out
 
@@ -74,13 +84,13 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             headers = {k.lower(): v for k, v in self.headers.items()}
+            if self.path.startswith("/services/collector/ack"):
+                self.ack(body)
+                return
             with receiver.lock:
                 action = receiver.script.pop(0) if receiver.script else "ok"
                 if receiver.down:
                     action = "503"
-            if self.path.startswith("/services/collector/ack"):
-                self.ack(body)
-                return
             if action == "drop":
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
@@ -95,12 +105,14 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                     receiver.rejected += 1
                     self.reply(401, {"error": "bad signature"})
                     return
-            receiver.requests.append(Received(self.path, headers, body, webhook_id))
+            received = Received(self.path, headers, body, webhook_id)
+            receiver.requests.append(received)
             if action.startswith("429"):
                 self.reply(429, {"error": "slow down"}, {"Retry-After": action.split(":")[1]})
             elif action[:1] in ("4", "5") and action != "timeout":
                 self.reply(int(action), {"error": f"simulated {action}"})
             else:
+                received.accepted = True
                 if webhook_id is not None:
                     with receiver.lock:
                         receiver.seen_ids[webhook_id] = receiver.seen_ids.get(webhook_id, 0) + 1
@@ -124,7 +136,9 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             for k, v in (extra or {}).items():
                 self.send_header(k, v)
             self.end_headers()
-            self.wfile.write(data)
+            # the client may have given up (a simulated timeout): it will retry
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(data)
 
     return Handler
 
@@ -134,7 +148,7 @@ def start_receiver() -> tuple[Receiver, ThreadingHTTPServer]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(rec))
     server.daemon_threads = True
     rec.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return rec, server
 
 

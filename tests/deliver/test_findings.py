@@ -53,9 +53,7 @@ def test_rerun_is_unchanged_and_material_changes_enqueue(store: Store) -> None:
     quiet = findings.upsert(store, cfg, dataclasses.replace(f, event_count=9))
     assert (quiet.action, quiet.changes, quiet.enqueued) == ("updated", (), 0)
     # crossing the step of 10 events
-    assert findings.upsert(store, cfg, dataclasses.replace(f, event_count=12)).changes == (
-        "count",
-    )
+    assert findings.upsert(store, cfg, dataclasses.replace(f, event_count=12)).changes == ("count",)
     # severity up (and bytes crossing 10 GiB at the same time): one delivery, both in history
     louder = dataclasses.replace(f, event_count=12, severity="critical", bytes=11 * 2**30)
     assert findings.upsert(store, cfg, louder).changes == ("severity", "count")
