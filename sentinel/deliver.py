@@ -132,10 +132,14 @@ def _batches(hook: Webhook, items: list[Item]) -> list[list[Item]]:
 def _body(hook: Webhook, items: list[Item], now: dt.datetime) -> bytes | None:
     """The rendered body, evidence trimmed if needed; None when even that exceeds the cap."""
     module = payloads.module(hook.format)
-    records = [Record(i.delivery_id, i.change, i.snapshot, i.created_at) for i in items]
-    body: bytes = module.render(records, hook, now)
+    utc = dt.UTC
+    records = [
+        Record(i.delivery_id, i.change, i.snapshot, i.created_at.replace(tzinfo=utc)) for i in items
+    ]
+    body: bytes = module.render(records, hook, now.replace(tzinfo=utc))
     if len(body) > hook.max_payload_bytes:
-        body = module.render([payloads.trimmed(r) for r in records], hook, now)
+        trimmed = [payloads.trimmed(r) for r in records]
+        body = module.render(trimmed, hook, now.replace(tzinfo=utc))
     return body if len(body) <= hook.max_payload_bytes else None
 
 

@@ -27,6 +27,8 @@ FORMATS = ("json", "ocsf", "splunk_hec", "alertmanager")
 
 @dataclass(frozen=True)
 class Record:
+    """One outbox item to render; ``queued_at`` (like every ``now``) is timezone-aware UTC."""
+
     delivery_id: str
     change: str
     finding: dict[str, Any]

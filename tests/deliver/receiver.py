@@ -70,7 +70,9 @@ class Receiver:
             if not r.accepted or key in firsts:
                 continue
             firsts.add(key)
-            out.extend(json.loads(line) for line in r.body.decode().splitlines() if line)
+            for line in r.body.decode().splitlines():
+                doc = json.loads(line)
+                out.extend(doc if isinstance(doc, list) else [doc])  # Alertmanager: an array
         return out
 
 
