@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import structlog
 
 from tests.deliver.receiver import Receiver, start_receiver
 
@@ -15,3 +16,10 @@ def receiver() -> Iterator[Receiver]:
     yield rec
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_structlog() -> Iterator[None]:
+    """The in-process CLI binds structlog to that test's captured stderr; unbind it after."""
+    yield
+    structlog.reset_defaults()
