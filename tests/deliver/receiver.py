@@ -79,6 +79,7 @@ class Receiver:
 def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        wbufsize = -1  # one write per response (avoids Nagle + delayed-ACK stalls)
 
         def log_message(self, *args: Any) -> None:
             pass
