@@ -64,7 +64,7 @@ def deliver(
         with app.open_store(read_only=True) as store:
             emit_records(outbox.status(store, now), fmt)
         return EXIT_OK
-    with app.open_store() as store:
+    with app.open_store(read_only=dry_run) as store:
         if retry_dead:
             count = outbox.retry_dead(store, now, destination)
             emit_records([{"requeued": count}], fmt)

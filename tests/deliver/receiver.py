@@ -3,7 +3,8 @@
 The receiver verifies Standard Webhooks signatures with ``sentinel.webhooks.verify`` exactly as a
 customer would, dedupes on ``webhook-id``, and plays a script of failures: ``"500"``,
 ``"429:SECONDS"`` (with Retry-After), ``"400"``, ``"timeout"`` (answers too late),
-``"drop"`` (closes the connection without answering). When the script runs out it answers 200.
+``"drop"`` (closes the connection without answering), ``"hang"`` (answers after 3 s).
+When the script runs out it answers 200.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Receiver:
     rejected: int = 0
     down: bool = False  # a long outage: every request gets 503 while set
     acks_after: int = 0  # HEC: how many polls answer false before true
+    arrived: threading.Event = field(default_factory=threading.Event)  # set on every POST
     url: str = ""
     _ack_polls: int = 0
     _next_ack: int = 0
@@ -86,6 +88,7 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            receiver.arrived.set()
             headers = {k.lower(): v for k, v in self.headers.items()}
             if self.path.startswith("/services/collector/ack"):
                 self.ack(body)
@@ -98,8 +101,8 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
                 return
-            if action == "timeout":
-                time.sleep(1.5)
+            if action in ("timeout", "hang"):
+                time.sleep(1.5 if action == "timeout" else 3.0)
             webhook_id = None
             if receiver.secrets:
                 try:
