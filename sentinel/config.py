@@ -139,6 +139,8 @@ class PromotedConfig:
 
 @dataclass(frozen=True)
 class Webhook:
+    """One ``[[alerts.webhook]]`` destination; ``format`` picks the payload module."""
+
     url: str
     name: str = ""
     format: Literal["json", "ocsf", "splunk_hec", "alertmanager"] = "json"
@@ -148,8 +150,19 @@ class Webhook:
     rules: tuple[str, ...] = ("*",)
     allow_insecure: bool = False
     timeout_seconds: float = 10.0
-    max_attempts: int = 12
+    max_attempts: int = 30
     max_age_hours: float = 48.0
+    backoff_base_seconds: float = 5.0
+    backoff_cap_seconds: float = 3600.0
+    max_payload_bytes: int = 512 * 1024
+    batch_size: int = 50
+    finding_url: str = ""
+    splunk_index: str = ""
+    splunk_source: str = "sentinel"
+    splunk_sourcetype: str = "sentinel:finding"
+    splunk_ack_channel: str = ""
+    splunk_ack_timeout_seconds: float = 10.0
+    alert_ttl_minutes: float = 60.0
 
     @property
     def label(self) -> str:
@@ -159,6 +172,9 @@ class Webhook:
 @dataclass(frozen=True)
 class AlertsConfig:
     webhook: tuple[Webhook, ...] = ()
+    # A finding is re-sent when its event_count or bytes crosses one of these steps.
+    count_steps: tuple[int, ...] = (10, 100, 1000, 10000, 100000)
+    bytes_steps: tuple[int, ...] = (1024**3, 10 * 1024**3, 100 * 1024**3, 1024**4)
 
 
 @dataclass(frozen=True)
@@ -396,14 +412,34 @@ class _Parser:
             for i, lk in enumerate(sources.loki):
                 if lk is not None and not lk.url:
                     self.problem(("sources", "loki", str(i), "url"), "a Loki source needs a url")
-        for i, hook in enumerate(values.get("alerts", AlertsConfig()).webhook):
+        alerts = values.get("alerts")
+        if isinstance(alerts, AlertsConfig):
+            self.check_webhooks(alerts.webhook)
+
+    def check_webhooks(self, hooks: tuple[Webhook | None, ...]) -> None:
+        labels: set[str] = set()
+        for i, hook in enumerate(hooks):
             if hook is None:
                 continue
+            path = ("alerts", "webhook", str(i))
             loopback = re.match(
                 r"^http://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?(/|$)", hook.url
             )
             if not hook.url.startswith("https://") and not loopback and not hook.allow_insecure:
                 self.problem(
-                    ("alerts", "webhook", str(i), "url"),
+                    (*path, "url"),
                     "must use https:// (or set allow_insecure = true for a trusted network)",
                 )
+            if hook.format in ("json", "ocsf") and not hook.secret:
+                self.problem(
+                    (*path, "secret"),
+                    'a json/ocsf webhook must be signed: secret = { env = "NAME" }',
+                )
+            if hook.format == "splunk_hec" and hook.token is None:
+                self.problem((*path, "token"), 'Splunk HEC needs token = { env = "NAME" }')
+            if hook.label in labels:
+                self.problem((*path, "name"), f"two destinations are both called {hook.label!r}")
+            labels.add(hook.label)
+            for key in ("max_attempts", "max_payload_bytes", "batch_size"):
+                if getattr(hook, key) < 1:
+                    self.problem((*path, key), "must be at least 1")

@@ -7,7 +7,15 @@ import sys
 
 import click
 
-from sentinel.cli import config_cmd, demo_cmd, event, ingest, sql  # noqa: F401  (registration)
+# Each import registers its commands on the root group.
+from sentinel.cli import (
+    config_cmd,  # noqa: F401
+    deliver,  # noqa: F401
+    demo_cmd,  # noqa: F401
+    event,  # noqa: F401
+    ingest,  # noqa: F401
+    sql,  # noqa: F401
+)
 from sentinel.cli.app import root
 from sentinel.errors import EXIT_ERROR, EXIT_USAGE, SentinelError
 from sentinel.output import dumps
