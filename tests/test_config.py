@@ -79,7 +79,9 @@ def test_cloudtrail_source_needs_exactly_one_of_bucket_or_path() -> None:
 def test_plain_http_webhooks_need_loopback_or_an_explicit_opt_in() -> None:
     with pytest.raises(ConfigError, match="must use https"):
         config.loads('[[alerts.webhook]]\nurl = "http://siem.internal/h"\n')
-    ok = config.loads('[[alerts.webhook]]\nurl = "http://127.0.0.1:8080/h"\nsecret = { env = "S" }\n')
+    ok = config.loads(
+        '[[alerts.webhook]]\nurl = "http://127.0.0.1:8080/h"\nsecret = { env = "S" }\n'
+    )
     assert ok.alerts.webhook[0].url.startswith("http://127.0.0.1")
 
 
