@@ -82,10 +82,7 @@ class Store:
 
     def execute_count(self, sql: str, params: Params = None) -> int:
         """Run an INSERT/UPDATE/DELETE and return how many rows it changed."""
-        try:
-            rows = self._con.execute(sql, params).fetchall()
-        except duckdb.Error as exc:
-            raise _error(exc) from exc
+        _, rows = self.columns_and_rows(sql, params)
         return int(rows[0][0]) if rows else 0
 
     def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -103,6 +100,8 @@ class Store:
     def columns_and_rows(
         self, sql: str, params: Params = None
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run a statement and fetch its whole result (DuckDB refuses new work while one is
+        half-read)."""
         try:
             cursor = self._con.execute(sql, params)
             columns = [d[0] for d in cursor.description or []]
@@ -111,11 +110,7 @@ class Store:
             raise _error(exc) from exc
 
     def scalar(self, sql: str, params: Params = None) -> Any:
-        try:
-            # Fetch everything: DuckDB refuses new work while a result is half-read.
-            rows = self._con.execute(sql, params).fetchall()
-        except duckdb.Error as exc:
-            raise _error(exc) from exc
+        _, rows = self.columns_and_rows(sql, params)
         return rows[0][0] if rows else None
 
     def polars(self, sql: str, params: Params = None) -> Any:
