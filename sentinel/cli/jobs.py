@@ -1,0 +1,238 @@
+"""``sentinel run JOB``, ``sentinel schedule`` and ``sentinel jobs list|check|render-k8s``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+
+import click
+
+from sentinel import jobs as jobs_mod
+from sentinel import logs, metrics, runner
+from sentinel.cli.app import AppContext, emit, output_options, pass_app, root
+from sentinel.errors import EXIT_OK, ConfigError, Problem, StoreError, UsageError
+from sentinel.output import Format, dumps, to_jsonable
+from sentinel.store import Store
+
+log = logs.get(__name__)
+
+jobs_dir_option = click.option(
+    "--jobs-dir",
+    metavar="DIR",
+    help="Directory of job files (default: metrics.jobs_dir, relative to the config file).",
+)
+
+
+def jobs_dir(app: AppContext, override: str | None) -> Path:
+    if override:
+        return Path(override)
+    configured = Path(app.config.metrics.jobs_dir)
+    if configured.is_absolute() or not app.config.origin:
+        return configured
+    return Path(app.config.origin).parent / configured
+
+
+def global_args(app: AppContext) -> list[str]:
+    """What every step inherits: the same config, database and log level as this process."""
+    args = ["--db", app.db_path, "--log-level", app.log_level]
+    return ["--config", app.config_path, *args] if app.config_path else args
+
+
+def command_problems(job: jobs_mod.Job) -> list[Problem]:
+    """Steps whose command line click cannot resolve to a real command with valid options."""
+    problems = []
+    for number, step in enumerate(job.steps, start=1):
+        message = _resolve(step.args)
+        if message:
+            problems.append(Problem(job.path, None, f"step {number} ({step.run!r}): {message}"))
+    return problems
+
+
+def _resolve(args: list[str]) -> str | None:
+    ctx = click.Context(root, info_name="sentinel")
+    command: click.Command = root
+    rest = list(args)
+    while isinstance(command, click.Group):
+        if not rest or rest[0].startswith("-"):
+            return f"{ctx.command_path!r} needs a subcommand"
+        sub = command.get_command(ctx, rest[0])
+        if sub is None:
+            return f"no such command {rest[0]!r} under {ctx.command_path!r}"
+        command = sub
+        ctx = click.Context(sub, info_name=rest.pop(0), parent=ctx)
+    try:
+        command.make_context(ctx.info_name, rest, parent=ctx.parent)
+    except click.exceptions.Exit:
+        return None
+    except click.UsageError as exc:
+        return exc.format_message()
+    return None
+
+
+def load_valid_jobs(app: AppContext, override: str | None) -> tuple[jobs_mod.Job, ...]:
+    return jobs_mod.load_jobs(jobs_dir(app, override))
+
+
+@root.group("jobs")
+def jobs_group() -> None:
+    """Job definitions in jobs/*.toml: list them, check them, render their Kubernetes CronJobs."""
+
+
+@jobs_group.command("list")
+@jobs_dir_option
+@output_options
+@pass_app
+def list_jobs(app: AppContext, jobs_dir: str | None, fmt: Format) -> int:
+    """List jobs with their schedule, next run (UTC) and steps.
+
+    \b
+    Example:
+      sentinel jobs list
+      sentinel jobs list --json | jq '.[].next_run'
+    """
+    now = dt.datetime.now(dt.UTC)
+    rows = []
+    for job in load_valid_jobs(app, jobs_dir):
+        nxt = job.next_runs(now, 1)
+        rows.append(
+            (
+                job.name,
+                job.schedule,
+                nxt[0].astimezone(dt.UTC).replace(tzinfo=None) if nxt else None,
+                " -> ".join(step.run for step in job.steps),
+            )
+        )
+    emit(["job", "schedule", "next_run", "steps"], rows, fmt)
+    return EXIT_OK
+
+
+@jobs_group.command("check")
+@jobs_dir_option
+@pass_app
+def check_jobs(app: AppContext, jobs_dir: str | None) -> int:
+    """Validate every job file and check that every step names a real sentinel command.
+
+    \b
+    Example:
+      sentinel jobs check --jobs-dir jobs/
+    """
+    found = load_valid_jobs(app, jobs_dir)
+    problems = [p for job in found for p in command_problems(job)]
+    if problems:
+        raise ConfigError(problems, hint="`sentinel --help` lists the commands a step can run")
+    click.echo(f"{len(found)} job(s) ok: {', '.join(job.name for job in found)}")
+    return EXIT_OK
+
+
+@root.command("run")
+@click.argument("job_name", metavar="JOB")
+@jobs_dir_option
+@click.option(
+    "--lock-wait",
+    type=float,
+    metavar="SECONDS",
+    help="How long to wait for a running job to finish (default: metrics.lock_wait_seconds).",
+)
+@click.option(
+    "--no-export",
+    is_flag=True,
+    help="Do not write the metrics textfile or push to the Pushgateway (the scheduler uses this).",
+)
+@output_options
+@pass_app
+def run_cmd(
+    app: AppContext,
+    *,
+    job_name: str,
+    jobs_dir: str | None,
+    lock_wait: float | None,
+    no_export: bool,
+    fmt: Format,
+) -> int:
+    """Run one job from jobs/: its steps in order, in this process. What a CronJob calls.
+
+    A lock beside the database keeps two runs from writing at once: a second run waits up to
+    --lock-wait seconds, then exits 4. A failed step stops the job unless the step says
+    on_failure = "continue" (then the job ends partial, exit 3). SIGTERM lets the running step
+    finish and skips the rest (exit 1). Metrics go to metrics.textfile_dir and/or
+    metrics.pushgateway.
+
+    \b
+    Examples:
+      sentinel run weights
+      sentinel --config /etc/sentinel/sentinel.toml run logs --json
+    """
+    job = jobs_mod.find_job(load_valid_jobs(app, jobs_dir), job_name)
+    if job is None:
+        raise UsageError(f"no job named {job_name!r}", hint="`sentinel jobs list` shows them")
+    unknown = command_problems(job)
+    if unknown:
+        raise ConfigError(unknown, hint="`sentinel jobs check` validates every job")
+    from sentinel.cli import main
+
+    cfg = app.config.metrics
+    wait = cfg.lock_wait_seconds if lock_wait is None else lock_wait
+    lock = runner.JobLock(runner.lock_path(app.db_path), owner=f"job {job.name} pid {os.getpid()}")
+    with lock.held(wait):
+        report = runner.run_job(job, main, app.db_path, global_args=global_args(app))
+        state = _state(app.db_path)
+    if not no_export:
+        _export(app, job, report, state)
+    _render(report, state, fmt)
+    return report.exit_code
+
+
+def _state(db_path: str) -> list[metrics.Sample]:
+    try:
+        with Store.open(db_path, read_only=True) as store:
+            return metrics.collect_state(store)
+    except StoreError as exc:
+        log.error("job.state_unreadable", error=exc.message)
+        return []
+
+
+def _export(
+    app: AppContext, job: jobs_mod.Job, report: runner.RunReport, state: list[metrics.Sample]
+) -> None:
+    cfg = app.config.metrics
+    period = job.period_seconds()
+    if cfg.textfile_dir:
+        directory = Path(cfg.textfile_dir)
+        name = f"sentinel_job_{job.name}"
+        job_metrics = metrics.JobMetrics()
+        job_metrics.record(report, period_seconds=period, with_success=True)
+        if report.last_success_at is None:
+            kept = metrics.previous_last_success(directory / f"{name}.prom", job.name)
+            if kept is not None:
+                job_metrics.last_success.labels(job.name).set(kept)
+        metrics.write_textfile(directory, name, job_metrics.registry)
+        if state:
+            metrics.write_textfile(directory, "sentinel_state", metrics.state_registry(state))
+    if cfg.pushgateway:
+        job_metrics = metrics.JobMetrics()
+        job_metrics.record(report, period_seconds=period, with_success=report.succeeded)
+        try:
+            metrics.push(cfg.pushgateway, job_metrics.registry, report)
+            if state:
+                metrics.push_state(cfg.pushgateway, metrics.state_registry(state))
+        except OSError as exc:
+            log.error("job.push_failed", pushgateway=cfg.pushgateway, error=str(exc))
+
+
+def _render(report: runner.RunReport, state: list[metrics.Sample], fmt: Format) -> None:
+    if fmt in ("json", "ndjson"):
+        data = report.as_dict()
+        data["state"] = metrics.as_jsonable(state)
+        click.echo(dumps(to_jsonable(data), indent=2 if fmt == "json" else None))
+        return
+    rows: list[tuple[object, ...]] = [
+        (s.command, s.outcome, s.exit_code, round(s.duration_seconds, 3)) for s in report.steps
+    ]
+    rows += [(command, "skipped", None, None) for command in report.skipped]
+    emit(["step", "outcome", "exit_code", "seconds"], rows, fmt)
+    if fmt == "table":
+        click.echo(
+            f"job {report.job}: {report.outcome} (exit {report.exit_code}) "
+            f"in {report.duration_seconds:.1f}s"
+        )
