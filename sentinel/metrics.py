@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import push_to_gateway, pushadd_to_gateway
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
@@ -272,8 +273,11 @@ def _handler(
     """prometheus_client's push handler, through Sentinel's one HTTP door."""
 
     def send() -> None:
-        with http.client(timeout=timeout or 30.0) as client:
-            response = client.request(method, url, headers=dict(headers), content=data)
+        try:
+            with http.client(timeout=timeout or 30.0) as client:
+                response = client.request(method, url, headers=dict(headers), content=data)
+        except httpx.HTTPError as exc:
+            raise OSError(f"pushgateway {method} {url}: {exc}") from exc
         if response.status_code >= 400:
             raise OSError(f"pushgateway {method} {url}: {response.status_code} {response.text}")
 

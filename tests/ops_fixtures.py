@@ -80,4 +80,27 @@ def feed_fifo(path: Path, text: str) -> None:
         os.close(fd)
 
 
+def start_server(argv: list[str], url: str, log: Path, ready_path: str = "/-/ready") -> Any:
+    """Start a Prometheus-family binary and wait until it answers ``ready_path``."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: httpx.get(url + ready_path, timeout=1).status_code == 200, timeout=30)
+    except AssertionError:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(log.read_text(errors="replace")[-2000:]) from None
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 __all__ = ["REPO"]
