@@ -49,13 +49,15 @@ def wait_for(check: Callable[[], Any], timeout: float = 20.0, every: float = 0.1
     raise AssertionError(f"timed out after {timeout}s waiting for {check}")
 
 
-def start_sentinel(*args: str, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
+def start_sentinel(
+    *args: str, cwd: Path, log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """``python -m sentinel ARGS`` in the background: stderr to ``log``, stdout to ``log.out``."""
     with log.open("wb") as err, log.with_suffix(".out").open("wb") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "sentinel", *args],
             cwd=cwd,
-            env=sentinel_process_env(),
+            env=sentinel_process_env(env),
             stdout=out,
             stderr=err,
         )

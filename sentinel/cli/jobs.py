@@ -24,7 +24,7 @@ jobs_dir_option = click.option(
 )
 
 
-def jobs_dir(app: AppContext, override: str | None) -> Path:
+def resolve_jobs_dir(app: AppContext, override: str | None) -> Path:
     if override:
         return Path(override)
     configured = Path(app.config.metrics.jobs_dir)
@@ -71,7 +71,7 @@ def _resolve(args: list[str]) -> str | None:
 
 
 def load_valid_jobs(app: AppContext, override: str | None) -> tuple[jobs_mod.Job, ...]:
-    return jobs_mod.load_jobs(jobs_dir(app, override))
+    return jobs_mod.load_jobs(resolve_jobs_dir(app, override))
 
 
 @root.group("jobs")
@@ -236,3 +236,79 @@ def _render(report: runner.RunReport, state: list[metrics.Sample], fmt: Format) 
             f"job {report.job}: {report.outcome} (exit {report.exit_code}) "
             f"in {report.duration_seconds:.1f}s"
         )
+
+
+@root.command("schedule")
+@jobs_dir_option
+@click.option("--listen", metavar="HOST:PORT", help="Serve /healthz, /metrics, /sd here "
+              "(default: metrics.listen).")  # fmt: skip
+@click.option("--run-now", is_flag=True, help="Run every job once at start, then on schedule.")
+@pass_app
+def schedule_cmd(
+    app: AppContext, *, jobs_dir: str | None, listen: str | None, run_now: bool
+) -> int:
+    """Run every job in jobs/ on its cron schedule until SIGTERM; serve metrics over HTTP.
+
+    Each run is a child `sentinel run JOB` (same lock, timeouts and history as a CronJob). Runs
+    never overlap; missed runs coalesce into one when within metrics.misfire_grace_seconds.
+    SIGTERM lets the running step finish and commit, then exits 0. Endpoints: /healthz,
+    /metrics, and /sd, the scheduler's own target in Prometheus http_sd_configs format (bearer
+    token required when metrics.sd_token is set).
+
+    \b
+    Examples:
+      sentinel schedule
+      sentinel --config /etc/sentinel/sentinel.toml schedule --listen 0.0.0.0:9464
+    """
+    import signal
+    import threading
+
+    from sentinel.httpserver import MetricsServer, parse_listen
+    from sentinel.scheduler import Scheduler
+
+    cfg = app.config.metrics
+    found = load_valid_jobs(app, jobs_dir)
+    problems = [p for job in found for p in command_problems(job)]
+    if problems:
+        raise ConfigError(problems, hint="`sentinel jobs check` validates every job")
+    resolved_dir = str(resolve_jobs_dir(app, jobs_dir).resolve())
+    scheduler = Scheduler(
+        found,
+        child_args=global_args(app),
+        run_args=["--jobs-dir", resolved_dir, "--lock-wait", str(cfg.lock_wait_seconds)],
+        db_path=app.db_path,
+        misfire_grace_seconds=cfg.misfire_grace_seconds,
+    )
+    address = listen or cfg.listen
+    token = app.config.secret(cfg.sd_token) if cfg.sd_token else None
+    advertise = cfg.advertise or _advertise(*parse_listen(address))
+    server = MetricsServer(
+        address,
+        scheduler.registry,
+        health=scheduler.health,
+        targets=lambda: [{"targets": [advertise], "labels": {"sentinel_role": "scheduler"}}],
+        sd_token=token,
+    )
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: object) -> None:
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, request_stop)
+    server.start()
+    scheduler.start(run_now=run_now)
+    while not stop.wait(1.0):
+        pass
+    scheduler.stop()
+    server.stop()
+    return EXIT_OK
+
+
+def _advertise(host: str, port: int) -> str:
+    """The address Prometheus should scrape: the pod's own IP when listening on all addresses."""
+    import socket
+
+    if host in ("0.0.0.0", "::"):  # noqa: S104
+        host = socket.gethostbyname(socket.gethostname())
+    return f"{host}:{port}"
