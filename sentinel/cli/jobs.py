@@ -9,9 +9,10 @@ from pathlib import Path
 import click
 
 from sentinel import jobs as jobs_mod
-from sentinel import logs, metrics, runner
+from sentinel import k8s, logs, metrics, runner
 from sentinel.cli.app import AppContext, emit, output_options, pass_app, root
-from sentinel.errors import EXIT_OK, ConfigError, Problem, StoreError, UsageError
+from sentinel.errors import EXIT_ERROR, EXIT_OK, ConfigError, Problem, StoreError, UsageError
+from sentinel.k8s import Settings
 from sentinel.output import Format, dumps, to_jsonable
 from sentinel.store import Store
 
@@ -312,3 +313,46 @@ def _advertise(host: str, port: int) -> str:
     if host in ("0.0.0.0", "::"):  # noqa: S104
         host = socket.gethostbyname(socket.gethostname())
     return f"{host}:{port}"
+
+
+@jobs_group.command("render-k8s")
+@jobs_dir_option
+@click.option("--out", "out_dir", default="infra/k8s", show_default=True, metavar="DIR",
+              help="Where to write common.yaml, cronjobs.yaml and scheduler.yaml.")  # fmt: skip
+@click.option("--image", default=Settings.image, show_default=True, help="Container image.")
+@click.option("--namespace", default=Settings.namespace, show_default=True)
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if the files are out of date.")
+@pass_app
+def render_k8s(
+    app: AppContext, *, jobs_dir: str | None, out_dir: str, image: str, namespace: str, check: bool
+) -> int:
+    """Render Kubernetes manifests from jobs/: one CronJob per job (concurrencyPolicy Forbid),
+    the scheduler Deployment and Service, and the shared PVC, ServiceAccount and NetworkPolicy.
+
+    Apply common.yaml plus EITHER cronjobs.yaml OR scheduler.yaml.
+
+    \b
+    Examples:
+      sentinel jobs render-k8s --out infra/k8s
+      sentinel jobs render-k8s --check          # in CI: are the committed manifests current?
+    """
+    files = k8s.render(load_valid_jobs(app, jobs_dir), Settings(image=image, namespace=namespace))
+    out = Path(out_dir)
+    stale = [name for name, text in files.items() if _read(out / name) != text]
+    if check:
+        if stale:
+            click.echo(
+                f"out of date: {', '.join(stale)} (run `sentinel jobs render-k8s`)", err=True
+            )
+            return EXIT_ERROR
+        click.echo(f"{len(files)} manifest file(s) up to date in {out}")
+        return EXIT_OK
+    out.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+    click.echo(f"wrote {len(files)} file(s) to {out} ({len(stale)} changed)")
+    return EXIT_OK
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.exists() else None
