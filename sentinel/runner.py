@@ -196,9 +196,9 @@ def run_job(job: Job, invoke: Invoke, db_path: str, *, global_args: list[str]) -
 def _conclude(report: RunReport, job: Job, *, interrupted: bool) -> None:
     report.finished_at = _now()
     outcomes = [step.outcome for step in report.steps]
-    policy = {step.run: step.on_failure for step in job.steps}
     fatal = any(
-        s.outcome not in SUCCESS_OUTCOMES and policy.get(s.command) == "stop" for s in report.steps
+        s.outcome not in SUCCESS_OUTCOMES and job.steps[s.index].on_failure == "stop"
+        for s in report.steps
     )
     worked = any(o in SUCCESS_OUTCOMES for o in outcomes)
     if interrupted:

@@ -140,3 +140,21 @@ def test_jobs_dir_is_relative_to_the_config_file(cli, tmp_path: Path) -> None:  
     result = cli("jobs", "list", "--jobs-dir", str(tmp_path / "nowhere"))
     assert result.exit_code == 1
     assert "jobs directory not found" in result.stderr
+
+
+def test_every_metrics_key_is_documented_and_the_example_parses() -> None:
+    from dataclasses import fields
+
+    from sentinel import config
+    from sentinel.config import MetricsConfig
+
+    text = (REPO / "docs" / "ops.example.toml").read_text(encoding="utf-8")
+    for f in fields(MetricsConfig):
+        assert f"# {f.name} = " in text, f"metrics.{f.name} is not in docs/ops.example.toml"
+    uncommented = "\n".join(
+        line[2:] if line.startswith("# ") and " = " in line.split("#")[1][:40] else line
+        for line in text.splitlines()
+    )
+    cfg = config.loads(uncommented, environ={"SENTINEL_SD_TOKEN": "x"})
+    assert cfg.metrics.pushgateway.startswith("http://")
+    assert cfg.metrics.sd_token == config.SecretRef(env="SENTINEL_SD_TOKEN")

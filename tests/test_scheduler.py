@@ -140,3 +140,30 @@ def test_prometheus_discovers_scrapes_and_answers_last_success(tmp_path: Path) -
     finally:
         stop(prom)
         stop(sched)
+
+
+def test_runs_never_overlap_and_misfires_coalesce(tmp_path: Path) -> None:
+    """What apscheduler is told: one worker, one instance per job, coalesce, the grace period."""
+    from sentinel.jobs import load_jobs
+    from sentinel.scheduler import Scheduler
+
+    write_job(tmp_path / "jobs", "a", [{"run": "config check"}], schedule="*/15 * * * *")
+    write_job(tmp_path / "jobs", "b", [{"run": "config check"}], schedule="0 6 * * *")
+    scheduler = Scheduler(
+        load_jobs(tmp_path / "jobs"),
+        child_args=[],
+        run_args=[],
+        db_path=str(tmp_path / "none.duckdb"),
+        misfire_grace_seconds=120,
+    )
+    scheduler.start()
+    try:
+        scheduled = {job.id: job for job in scheduler._scheduler.get_jobs()}
+        assert set(scheduled) == {"a", "b"}
+        for job in scheduled.values():
+            assert (job.coalesce, job.max_instances, job.misfire_grace_time) == (True, 1, 120)
+        assert scheduled["a"].next_run_time.minute % 15 == 0
+        assert scheduler._scheduler._executors["default"]._pool._max_workers == 1
+    finally:
+        scheduler.stop()
+    assert scheduler.health()["status"] == "stopping"
