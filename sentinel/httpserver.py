@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +31,15 @@ def parse_listen(address: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise UsageError(f"listen address {address!r} must be HOST:PORT", hint="e.g. 0.0.0.0:9464")
     return host.strip("[]") or "0.0.0.0", int(port)  # noqa: S104  (an empty host means all)
+
+
+def advertise_address(listen: str) -> str:
+    """The address Prometheus should scrape: this host's IP when listening on all addresses
+    (in Kubernetes, the pod IP)."""
+    host, port = parse_listen(listen)
+    if host in ("0.0.0.0", "::"):  # noqa: S104
+        host = socket.gethostbyname(socket.gethostname())
+    return f"{host}:{port}"
 
 
 class MetricsServer:

@@ -31,6 +31,8 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from sentinel import http, logs
+from sentinel.config import MetricsConfig
+from sentinel.errors import StoreError
 from sentinel.runner import RunReport
 from sentinel.store import Store
 
@@ -243,6 +245,44 @@ def write_textfile(directory: Path, name: str, registry: CollectorRegistry) -> P
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def read_state(db_path: str) -> list[Sample]:
+    """``collect_state`` on a read-only connection; an unreadable database gives no samples."""
+    try:
+        with Store.open(db_path, read_only=True) as store:
+            return collect_state(store)
+    except StoreError as exc:
+        log.error("metrics.state_unreadable", error=exc.message)
+        return []
+
+
+def export_run(
+    report: RunReport, state: list[Sample], cfg: MetricsConfig, *, period_seconds: float
+) -> None:
+    """Write the textfiles and/or push, as configured. A failed push is logged, never raised:
+    the missing success is what the staleness alert is for."""
+    if cfg.textfile_dir:
+        directory = Path(cfg.textfile_dir)
+        name = f"sentinel_job_{report.job}"
+        job_metrics = JobMetrics()
+        job_metrics.record(report, period_seconds=period_seconds, with_success=True)
+        if report.last_success_at is None:
+            kept = previous_last_success(directory / f"{name}.prom", report.job)
+            if kept is not None:
+                job_metrics.last_success.labels(report.job).set(kept)
+        write_textfile(directory, name, job_metrics.registry)
+        if state:
+            write_textfile(directory, "sentinel_state", state_registry(state))
+    if cfg.pushgateway:
+        job_metrics = JobMetrics()
+        job_metrics.record(report, period_seconds=period_seconds, with_success=report.succeeded)
+        try:
+            push(cfg.pushgateway, job_metrics.registry, report)
+            if state:
+                push_state(cfg.pushgateway, state_registry(state))
+        except OSError as exc:
+            log.error("job.push_failed", pushgateway=cfg.pushgateway, error=str(exc))
 
 
 def previous_last_success(path: Path, job: str) -> float | None:

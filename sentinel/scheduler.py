@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+from types import FrameType
 from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
@@ -27,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from sentinel import logs
 from sentinel.errors import EXIT_LOCKED, StoreError
+from sentinel.httpserver import MetricsServer
 from sentinel.jobs import Job
 from sentinel.metrics import JOB_LABEL, JobMetrics, StateCollector, from_jsonable
 from sentinel.runner import RunReport, StepResult
@@ -177,6 +179,23 @@ class Scheduler:
         for row in rows:
             if row["job"] in names:
                 self.job_metrics.last_success.labels(row["job"]).set(row["t"])
+
+
+def serve(scheduler: Scheduler, server: MetricsServer, *, run_now: bool) -> None:
+    """Serve HTTP and run jobs until SIGTERM/SIGINT; then stop gracefully (see module doc)."""
+    stop = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, request_stop)
+    server.start()
+    scheduler.start(run_now=run_now)
+    while not stop.wait(1.0):
+        pass
+    scheduler.stop()
+    server.stop()
 
 
 def report_from_dict(data: dict[str, Any]) -> RunReport:

@@ -144,8 +144,11 @@ def test_prometheus_discovers_scrapes_and_answers_last_success(tmp_path: Path) -
 
 def test_runs_never_overlap_and_misfires_coalesce(tmp_path: Path) -> None:
     """What apscheduler is told: one worker, one instance per job, coalesce, the grace period."""
+    from sentinel import logs
     from sentinel.jobs import load_jobs
     from sentinel.scheduler import Scheduler
+
+    logs.configure("info")  # bind logs to this test's stderr (an earlier test's may be closed)
 
     write_job(tmp_path / "jobs", "a", [{"run": "config check"}], schedule="*/15 * * * *")
     write_job(tmp_path / "jobs", "b", [{"run": "config check"}], schedule="0 6 * * *")

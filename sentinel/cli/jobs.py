@@ -11,10 +11,9 @@ import click
 from sentinel import jobs as jobs_mod
 from sentinel import k8s, logs, metrics, runner
 from sentinel.cli.app import AppContext, emit, output_options, pass_app, root
-from sentinel.errors import EXIT_ERROR, EXIT_OK, ConfigError, Problem, StoreError, UsageError
+from sentinel.errors import EXIT_ERROR, EXIT_OK, ConfigError, Problem, UsageError
 from sentinel.k8s import Settings
 from sentinel.output import Format, dumps, to_jsonable
-from sentinel.store import Store
 
 log = logs.get(__name__)
 
@@ -177,48 +176,11 @@ def run_cmd(
     lock = runner.JobLock(runner.lock_path(app.db_path), owner=f"job {job.name} pid {os.getpid()}")
     with lock.held(wait):
         report = runner.run_job(job, main, app.db_path, global_args=global_args(app))
-        state = _state(app.db_path)
+        state = metrics.read_state(app.db_path)
     if not no_export:
-        _export(app, job, report, state)
+        metrics.export_run(report, state, app.config.metrics, period_seconds=job.period_seconds())
     _render(report, state, fmt)
     return report.exit_code
-
-
-def _state(db_path: str) -> list[metrics.Sample]:
-    try:
-        with Store.open(db_path, read_only=True) as store:
-            return metrics.collect_state(store)
-    except StoreError as exc:
-        log.error("job.state_unreadable", error=exc.message)
-        return []
-
-
-def _export(
-    app: AppContext, job: jobs_mod.Job, report: runner.RunReport, state: list[metrics.Sample]
-) -> None:
-    cfg = app.config.metrics
-    period = job.period_seconds()
-    if cfg.textfile_dir:
-        directory = Path(cfg.textfile_dir)
-        name = f"sentinel_job_{job.name}"
-        job_metrics = metrics.JobMetrics()
-        job_metrics.record(report, period_seconds=period, with_success=True)
-        if report.last_success_at is None:
-            kept = metrics.previous_last_success(directory / f"{name}.prom", job.name)
-            if kept is not None:
-                job_metrics.last_success.labels(job.name).set(kept)
-        metrics.write_textfile(directory, name, job_metrics.registry)
-        if state:
-            metrics.write_textfile(directory, "sentinel_state", metrics.state_registry(state))
-    if cfg.pushgateway:
-        job_metrics = metrics.JobMetrics()
-        job_metrics.record(report, period_seconds=period, with_success=report.succeeded)
-        try:
-            metrics.push(cfg.pushgateway, job_metrics.registry, report)
-            if state:
-                metrics.push_state(cfg.pushgateway, metrics.state_registry(state))
-        except OSError as exc:
-            log.error("job.push_failed", pushgateway=cfg.pushgateway, error=str(exc))
 
 
 def _render(report: runner.RunReport, state: list[metrics.Sample], fmt: Format) -> None:
@@ -261,11 +223,8 @@ def schedule_cmd(
       sentinel schedule
       sentinel --config /etc/sentinel/sentinel.toml schedule --listen 0.0.0.0:9464
     """
-    import signal
-    import threading
-
-    from sentinel.httpserver import MetricsServer, parse_listen
-    from sentinel.scheduler import Scheduler
+    from sentinel.httpserver import MetricsServer, advertise_address
+    from sentinel.scheduler import Scheduler, serve
 
     cfg = app.config.metrics
     found = load_valid_jobs(app, jobs_dir)
@@ -282,7 +241,7 @@ def schedule_cmd(
     )
     address = listen or cfg.listen
     token = app.config.secret(cfg.sd_token) if cfg.sd_token else None
-    advertise = cfg.advertise or _advertise(*parse_listen(address))
+    advertise = cfg.advertise or advertise_address(address)
     server = MetricsServer(
         address,
         scheduler.registry,
@@ -290,29 +249,8 @@ def schedule_cmd(
         targets=lambda: [{"targets": [advertise], "labels": {"sentinel_role": "scheduler"}}],
         sd_token=token,
     )
-    stop = threading.Event()
-
-    def request_stop(signum: int, frame: object) -> None:
-        stop.set()
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, request_stop)
-    server.start()
-    scheduler.start(run_now=run_now)
-    while not stop.wait(1.0):
-        pass
-    scheduler.stop()
-    server.stop()
+    serve(scheduler, server, run_now=run_now)
     return EXIT_OK
-
-
-def _advertise(host: str, port: int) -> str:
-    """The address Prometheus should scrape: the pod's own IP when listening on all addresses."""
-    import socket
-
-    if host in ("0.0.0.0", "::"):  # noqa: S104
-        host = socket.gethostbyname(socket.gethostname())
-    return f"{host}:{port}"
 
 
 @jobs_group.command("render-k8s")
