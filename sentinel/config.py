@@ -208,10 +208,16 @@ class ScanConfig:
 
 @dataclass(frozen=True)
 class MetricsConfig:
-    textfile: str = ""
+    """Jobs, the scheduler and Sentinel's own metrics (see sentinel.example.toml)."""
+
+    jobs_dir: str = "jobs"
+    lock_wait_seconds: float = 60.0
+    textfile_dir: str = ""
     pushgateway: str = ""
     listen: str = "127.0.0.1:9464"
+    advertise: str = ""
     sd_token: SecretRef | None = None
+    misfire_grace_seconds: float = 300.0
 
 
 @dataclass(frozen=True)

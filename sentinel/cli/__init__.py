@@ -14,6 +14,7 @@ from sentinel.cli import (
     demo_cmd,  # noqa: F401
     event,  # noqa: F401
     ingest,  # noqa: F401
+    jobs,  # noqa: F401
     sql,  # noqa: F401
 )
 from sentinel.cli.app import root
