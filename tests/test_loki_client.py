@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import random
-
-Rng = random.Random
 from collections.abc import Iterator
 
 import httpx
@@ -16,6 +14,7 @@ from sentinel.loki import LokiClient
 from tests.fake_loki import FakeLoki, FakeLokiServer
 from tests.scan_fixtures import fake_loki  # noqa: F401
 
+Rng = random.Random
 T0 = 1_767_225_600_000_000_000
 SEL = '{app=~".+"}'
 
