@@ -21,7 +21,53 @@ from sentinel.detectors.secrets import base62
 ALNUM = string.ascii_letters + string.digits
 B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "-_"
-WORDS = ["please", "summarize", "the", "quarterly", "revenue", "report", "for", "our", "board", "meeting", "and", "list", "the", "main", "risks", "you", "see", "in", "the", "supply", "chain", "section", "explain", "why", "the", "model", "weights", "bucket", "should", "be", "private", "write", "a", "short", "poem", "about", "the", "ocean", "at", "night", "translate", "this", "paragraph", "into", "french"]
+WORDS = [
+    "please",
+    "summarize",
+    "the",
+    "quarterly",
+    "revenue",
+    "report",
+    "for",
+    "our",
+    "board",
+    "meeting",
+    "and",
+    "list",
+    "the",
+    "main",
+    "risks",
+    "you",
+    "see",
+    "in",
+    "the",
+    "supply",
+    "chain",
+    "section",
+    "explain",
+    "why",
+    "the",
+    "model",
+    "weights",
+    "bucket",
+    "should",
+    "be",
+    "private",
+    "write",
+    "a",
+    "short",
+    "poem",
+    "about",
+    "the",
+    "ocean",
+    "at",
+    "night",
+    "translate",
+    "this",
+    "paragraph",
+    "into",
+    "french",
+]
 
 
 def _r(rng: random.Random, n: int, chars: str = ALNUM) -> str:
@@ -31,9 +77,9 @@ def _r(rng: random.Random, n: int, chars: str = ALNUM) -> str:
 def _mixed(rng: random.Random, n: int, chars: str = ALNUM) -> str:
     while True:
         value = _r(rng, n, chars)
-        if any(c.isdigit() for c in value) and any(c.isupper() for c in value):
-            if any(c.islower() for c in value):
-                return value
+        kinds = (str.isdigit, str.isupper, str.islower)
+        if all(any(k(c) for c in value) for k in kinds):
+            return value
 
 
 def sentence(rng: random.Random, n: int = 12) -> str:
@@ -274,7 +320,7 @@ def _prompt_values(rng: random.Random) -> dict[str, Callable[[], tuple[str, str]
         return CANARY, f"INFO tool call arguments: note {CANARY} end"
 
     return {
-        "vllm_request_log": lambda: rng.choice([vllm_old, vllm_debug])(),
+        "vllm_request_log": lambda: rng.choice([vllm_old, vllm_debug])(),  # noqa: PLW0108
         "sglang_request_log": sglang,
         "tgi_debug_log": tgi,
         "litellm_debug_log": litellm,

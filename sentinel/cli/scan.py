@@ -181,7 +181,8 @@ def purge_loki(app: AppContext, execute: bool, fmt: Format) -> int:
     with app.open_store() as store:
         purge_mod.prepare(store, now=now)
         if execute:
-            rows = purge_mod.execute(store, _clients(config), now=now)
+            with _Clients(config) as clients:
+                rows = purge_mod.execute(store, clients, now=now)
         else:
             rows = purge_mod.status(store)
     emit_records(rows, fmt)
@@ -198,21 +199,31 @@ def purge_status(app: AppContext, refresh: bool, fmt: Format) -> int:
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     with app.open_store(read_only=not refresh) as store:
         if refresh:
-            purge_mod.refresh(store, _clients(app.config), now=now)
+            with _Clients(app.config) as clients:
+                purge_mod.refresh(store, clients, now=now)
         rows = purge_mod.status(store)
     emit_records(rows, fmt)
     return EXIT_OK
 
 
-def _clients(config: Config) -> purge_mod.ClientFactory:
-    by_label = {s.label: s for s in config.sources.loki}
-    cache: dict[str, LokiClient] = {}
+class _Clients:
+    """Loki clients per source label, made on first use and closed together."""
 
-    def get(label: str) -> LokiClient | None:
-        if label not in by_label:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.by_label = {s.label: s for s in config.sources.loki}
+        self.cache: dict[str, LokiClient] = {}
+
+    def __call__(self, label: str) -> LokiClient | None:
+        if label not in self.by_label:
             return None
-        if label not in cache:
-            cache[label] = loki_client(config, by_label[label])
-        return cache[label]
+        if label not in self.cache:
+            self.cache[label] = loki_client(self.config, self.by_label[label])
+        return self.cache[label]
 
-    return get
+    def __enter__(self) -> _Clients:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for client in self.cache.values():
+            client.close()
