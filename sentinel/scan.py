@@ -11,24 +11,20 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from sentinel import logs
 from sentinel.config import ScanConfig
-from sentinel.detectors import PROMPT_RULE, SECRET_RULE, Hit
+from sentinel.detectors import SECRET_RULE, Hit
 from sentinel.detectors.engine import LineHits, Scanner, all_detectors
 from sentinel.fingerprint import Fingerprinter, mask
 from sentinel.loki import Entry
 from sentinel.store import Store
 
 log = logs.get(__name__)
-
-TITLES = {
-    SECRET_RULE: "Secret leaked in logs",
-    PROMPT_RULE: "LLM prompt or completion leaked in logs",
-}
 
 
 @dataclass(frozen=True)
@@ -273,8 +269,6 @@ def line_filter(settings: Settings) -> str:
         if detector.name in settings.disabled:
             continue
         literals.extend(x for x in detector.literals if x not in literals)
-    import re
-
     alternation = "|".join(re.escape(x) for x in literals)
     return f"|~ {json.dumps('(?i)(?:' + alternation + ')')}"
 
@@ -409,3 +403,19 @@ def parse_time(text: str, now_ns: int) -> int:
 
 def _iso(ns: int) -> str:
     return dt.datetime.fromtimestamp(ns / 1e9, tz=dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def record_entries(
+    store: Store,
+    entries: Iterable[Entry],
+    settings: Settings,
+    *,
+    source: str,
+    tenant: str = "",
+    now: dt.datetime | None = None,
+) -> int:
+    """Scan entries and record their leaks as findings (what ``sentinel demo`` calls with
+    ``Settings(fingerprint_key=fingerprint.DEMO_KEY)``); returns the findings touched."""
+    found = list(scan_entries(entries, settings, source=source, tenant=tenant))
+    when = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    return record(store, found, now=when)

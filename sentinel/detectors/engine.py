@@ -8,6 +8,7 @@ detectors.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -80,23 +81,19 @@ class Scanner:
 
     def hit_lines(self, buf: bytes) -> Iterator[tuple[int, int, int]]:
         """(line index within buf, start, end) of every line the prefilter matches."""
-        search = self._prefilter.search
         lineno = 0
         counted = 0
-        pos = 0
-        size = len(buf)
-        while pos < size:
-            m = search(buf, pos)
-            if m is None:
-                return
+        line_end = -1
+        for m in self._prefilter.finditer(buf):
+            if m.start() <= line_end:
+                continue  # another trigger on a line already reported
             start = buf.rfind(b"\n", 0, m.start()) + 1
-            end = buf.find(b"\n", m.end())
-            if end < 0:
-                end = size
+            line_end = buf.find(b"\n", m.end())
+            if line_end < 0:
+                line_end = len(buf)
             lineno += buf.count(b"\n", counted, start)
             counted = start
-            yield lineno, start, end
-            pos = end + 1
+            yield lineno, start, line_end
 
     def scan_buffer(self, buf: bytes) -> Iterator[LineHits]:
         for index, start, end in self.hit_lines(buf):
@@ -107,22 +104,22 @@ class Scanner:
     def scan_lines(
         self, lines: Iterable[str], chunk_bytes: int = CHUNK_BYTES
     ) -> Iterator[LineHits]:
-        """Scan an iterable of log lines (without trailing newlines); indexes are 0-based."""
-        batch: list[str] = []
-        size = 0
-        base = 0
-        for line in lines:
-            batch.append(line)
-            size += len(line) + 1
-            if size >= chunk_bytes:
-                yield from self._scan_batch(batch, base)
-                base += len(batch)
-                batch, size = [], 0
-        if batch:
-            yield from self._scan_batch(batch, base)
+        """Scan an iterable of log lines (without trailing newlines); indexes are 0-based.
 
-    def _scan_batch(self, batch: list[str], base: int) -> Iterator[LineHits]:
-        text = "\n".join(batch)
+        Lines are taken in batches by count (``islice``: no per-line Python work), the count
+        adapted so a batch is about ``chunk_bytes`` once joined.
+        """
+        it = iter(lines)
+        base = 0
+        count = 4096
+        while batch := list(itertools.islice(it, count)):
+            text = "\n".join(batch)
+            yield from self._scan_text(text, batch, base)
+            base += len(batch)
+            ratio = chunk_bytes / max(1, len(text))
+            count = max(64, min(1 << 17, int(count * ratio)))
+
+    def _scan_text(self, text: str, batch: list[str], base: int) -> Iterator[LineHits]:
         if text.count("\n") != len(batch) - 1:  # lines with embedded newlines (multi-line entries)
             text = "\n".join(line.replace("\n", "\r") for line in batch)
         for found in self.scan_buffer(text.encode("utf-8", "surrogatepass")):
