@@ -217,3 +217,14 @@ def test_refuses_without_fingerprint_key(cli, tmp_path: Path, loki: FakeLokiServ
     result = cli("--config", str(cfg), "scan", "loki")
     assert result.exit_code == 1
     assert "fingerprint_key" in result.stderr
+
+
+def test_bad_selector_is_a_clear_error(
+    cli, tmp_path: Path, loki: FakeLokiServer, env: None
+) -> None:  # type: ignore[no-untyped-def]
+    cfg = _config(tmp_path, loki.url)
+    cfg.write_text(cfg.read_text().replace('{namespace=~"inference-.+"}', '{namespace=~".*"}'))
+    result = cli("--config", str(cfg), "--db", str(tmp_path / "s.duckdb"), "scan", "loki", "--json")
+    assert result.exit_code == 1
+    error = json.loads(result.stdout)[0]["error"]
+    assert "Loki rejected the request (400)" in error and "empty-compatible value" in error

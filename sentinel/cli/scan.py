@@ -14,7 +14,7 @@ from sentinel import purge as purge_mod
 from sentinel import scan as scan_mod
 from sentinel.cli.app import AppContext, emit_records, exit_code, output_options, pass_app, root
 from sentinel.config import Config, LokiSource
-from sentinel.errors import EXIT_OK, ConfigError, Problem, SentinelError, UsageError
+from sentinel.errors import EXIT_ERROR, EXIT_OK, ConfigError, Problem, SentinelError, UsageError
 from sentinel.loki import LokiClient
 from sentinel.output import Format
 
@@ -103,6 +103,8 @@ def scan_loki(
                 client.close()
             results.append(result)
     emit_records([vars(r) for r in results], fmt)
+    if all(r.error for r in results):
+        return EXIT_ERROR
     return exit_code(partial=any(r.error for r in results))
 
 
