@@ -8,6 +8,7 @@ in the same transaction as the Loki watermark (``sentinel scan loki``, see ``sca
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -333,14 +334,7 @@ def scan_loki(
         start = parse_time(src.start, now_ns)
     else:
         start = end - src.overlap_seconds * ns
-    per_source = Settings(
-        settings.fingerprint_key,
-        settings.canaries,
-        settings.prompts and src.prompt_detection,
-        settings.disabled,
-        settings.allow_fingerprints,
-        settings.severity,
-    )
+    per_source = dataclasses.replace(settings, prompts=settings.prompts and src.prompt_detection)
     pipeline = "" if per_source.prompts or not src.line_filter else line_filter(per_source)
     scanner = per_source.scanner()
     window = max(1, min(src.window_seconds, 3600)) * ns

@@ -92,7 +92,9 @@ def test_scan_loki_end_to_end(cli, tmp_path: Path, loki: FakeLokiServer, env: No
     values = _plant(loki.loki, base)
     cfg = _config(tmp_path, loki.url)
     db = tmp_path / "s.duckdb"
-    first = cli("--config", str(cfg), "--db", str(db), "scan", "loki", "--json")
+    first = cli(
+        "--config", str(cfg), "--db", str(db), "--log-level", "debug", "scan", "loki", "--json"
+    )
     assert first.exit_code == 0, first.stderr
     summary = json.loads(first.stdout)[0]
     assert summary["error"] is None and summary["lines"] == 40 + 3 + 3 + 3

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import sys
 import time
 from pathlib import Path
-from typing import BinaryIO
 
 import click
 
@@ -132,28 +132,20 @@ def scan_file(
         config.scan, fingerprint_key(config), prompts=not no_prompts
     )
     if canaries:
-        settings = scan_mod.Settings(
-            settings.fingerprint_key,
-            settings.canaries + canaries,
-            settings.prompts,
-            settings.disabled,
-            settings.allow_fingerprints,
-            settings.severity,
-        )
+        settings = dataclasses.replace(settings, canaries=settings.canaries + canaries)
     if path == "-":
         rows = list(scan_mod.scan_file(sys.stdin.buffer, settings))
     else:
         try:
             with Path(path).open("rb") as stream:
-                rows = list(scan_mod.scan_file(_binary(stream), settings))
+                rows = list(scan_mod.scan_file(stream, settings))
         except OSError as exc:
             raise UsageError(f"cannot read {path}: {exc.strerror}") from exc
-    emit_records(rows, fmt) if rows or fmt != "table" else click.echo("no leaks found")
+    if rows or fmt != "table":
+        emit_records(rows, fmt)
+    else:
+        click.echo("no leaks found")
     return EXIT_OK
-
-
-def _binary(stream: BinaryIO) -> BinaryIO:
-    return stream
 
 
 @root.group()
