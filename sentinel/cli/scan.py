@@ -58,6 +58,12 @@ def scan() -> None:
 
     Findings carry a masked preview and a keyed fingerprint, never what leaked; log lines are
     never written to disk. Requires scan.fingerprint_key in sentinel.toml.
+
+    \b
+    Examples:
+      sentinel scan loki                       every [[sources.loki]], from its watermark
+      sentinel scan file app.log --format ndjson
+      sentinel sql "SELECT * FROM v_leaks LIMIT 20"
     """
 
 
@@ -150,7 +156,13 @@ def scan_file(
 
 @root.group()
 def purge() -> None:
-    """Delete leaked lines from Loki (prepare, then --execute), and follow the requests."""
+    """Delete leaked lines from Loki (prepare, then --execute), and follow the requests.
+
+    \b
+    Examples:
+      sentinel purge loki --execute
+      sentinel purge status --refresh
+    """
 
 
 @purge.command("loki")
