@@ -423,7 +423,9 @@ class FakeLokiServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.loki))
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def __enter__(self) -> FakeLokiServer:
         self.thread.start()
