@@ -20,7 +20,8 @@ from typing import Any, BinaryIO
 from sentinel import logs
 from sentinel.config import ScanConfig
 from sentinel.detectors import SECRET_RULE, Hit
-from sentinel.detectors.engine import LineHits, Scanner, all_detectors
+from sentinel.detectors.engine import LineHits, Scanner, all_detectors, detector_names
+from sentinel.errors import ConfigError, Problem
 from sentinel.fingerprint import Fingerprinter, mask
 from sentinel.loki import Entry
 from sentinel.store import Store
@@ -41,6 +42,14 @@ class Settings:
 
     @classmethod
     def from_config(cls, scan: ScanConfig, key: bytes, *, prompts: bool = True) -> Settings:
+        known = set(detector_names())
+        named = [*scan.disabled_detectors, *(o.detector for o in scan.severity)]
+        unknown = sorted({n for n in named if n not in known})
+        if unknown:
+            raise ConfigError(
+                [Problem("scan", None, f"unknown detector {n!r}") for n in unknown],
+                hint="detectors: " + ", ".join(sorted(known)),
+            )
         return cls(
             fingerprint_key=key,
             canaries=scan.canaries,

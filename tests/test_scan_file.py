@@ -68,3 +68,14 @@ def test_scan_file_without_key_refuses(cli, tmp_path: Path) -> None:  # type: ig
     result = cli("scan", "file", str(tmp_path / "a.log"))
     assert result.exit_code == 1
     assert "fingerprint_key" in result.stderr
+
+
+def test_unknown_detector_names_are_config_errors(cli, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("FP_KEY", KEY)
+    (tmp_path / "sentinel.toml").write_text(
+        '[scan]\nfingerprint_key = { env = "FP_KEY" }\ndisabled_detectors = ["github_tokens"]\n'
+    )
+    (tmp_path / "a.log").write_text("hello\n")
+    result = cli("scan", "file", str(tmp_path / "a.log"))
+    assert result.exit_code == 1
+    assert "unknown detector 'github_tokens'" in result.stderr and "github_token" in result.stderr
