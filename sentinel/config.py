@@ -101,6 +101,10 @@ class LokiSource:
     window_seconds: int = 3600
     limit: int = 5000
     start: str = ""
+    line_filter: bool = True
+    delete_url: str = ""
+    timeout_seconds: float = 30.0
+    max_attempts: int = 6
 
     @property
     def label(self) -> str:
@@ -201,9 +205,18 @@ class DetectConfig:
 
 
 @dataclass(frozen=True)
+class SeverityOverride:
+    detector: str
+    severity: Severity
+
+
+@dataclass(frozen=True)
 class ScanConfig:
     fingerprint_key: SecretRef | None = None
     canaries: tuple[str, ...] = ()
+    disabled_detectors: tuple[str, ...] = ()
+    allow_fingerprints: tuple[str, ...] = ()
+    severity: tuple[SeverityOverride, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -418,6 +431,10 @@ class _Parser:
             for i, lk in enumerate(sources.loki):
                 if lk is not None and not lk.url:
                     self.problem(("sources", "loki", str(i), "url"), "a Loki source needs a url")
+                if lk is not None and not 1 <= lk.limit <= 5000:
+                    self.problem(("sources", "loki", str(i), "limit"), "must be 1..5000")
+                if lk is not None and not 1 <= lk.window_seconds <= 3600:
+                    self.problem(("sources", "loki", str(i), "window_seconds"), "must be 1..3600")
         alerts = values.get("alerts")
         if isinstance(alerts, AlertsConfig):
             self.check_webhooks(alerts.webhook)

@@ -116,31 +116,17 @@ STATE_HELP = {
     "sentinel_state_collected_timestamp_seconds": "When these state metrics were read.",
 }
 
-# Pipeline-state tables owned by other stages: (table, columns this collector reads).
-OUTBOX = ("outbox", ("status", "created_at"))
-LOKI_WATERMARKS = ("loki_watermarks", ("source", "watermark"))
-
 _Query = Callable[[Store], Iterator[Sample]]
 
 
 def collect_state(store: Store, now: dt.datetime | None = None) -> list[Sample]:
-    """Read the state metrics with read-only queries; tables that do not exist are skipped."""
+    """Read the state metrics with read-only queries."""
     samples: list[Sample] = []
     for query in (_findings, _events, _quarantine, _freshness, _outbox, _watermarks):
         samples.extend(query(store))
     collected = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
     samples.append(Sample("sentinel_state_collected_timestamp_seconds", {}, _unix(collected)))
     return samples
-
-
-def _has(store: Store, table: str, columns: tuple[str, ...] = ()) -> bool:
-    found = {
-        row["column_name"]
-        for row in store.query(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]
-        )
-    }
-    return bool(found) and set(columns) <= found
 
 
 def _findings(store: Store) -> Iterator[Sample]:
@@ -178,13 +164,10 @@ def _freshness(store: Store) -> Iterator[Sample]:
 
 
 def _outbox(store: Store) -> Iterator[Sample]:
-    table, _ = OUTBOX
-    if not _has(store, *OUTBOX):
-        return
     row = store.query(
-        f"SELECT count(*) FILTER (WHERE status = 'pending') AS pending,"
-        f" epoch(min(created_at) FILTER (WHERE status = 'pending')) AS oldest,"
-        f" count(*) FILTER (WHERE status = 'dead') AS dead FROM {table}"
+        "SELECT count(*) FILTER (WHERE state = 'pending') AS pending,"
+        " epoch(min(created_at) FILTER (WHERE state = 'pending')) AS oldest,"
+        " count(*) FILTER (WHERE state = 'dead') AS dead FROM outbox"
     )[0]
     yield Sample("sentinel_outbox_pending", {}, row["pending"])
     yield Sample("sentinel_outbox_dead_letters", {}, row["dead"])
@@ -193,10 +176,7 @@ def _outbox(store: Store) -> Iterator[Sample]:
 
 
 def _watermarks(store: Store) -> Iterator[Sample]:
-    table, _ = LOKI_WATERMARKS
-    if not _has(store, *LOKI_WATERMARKS):
-        return
-    for row in store.query(f"SELECT source, epoch(max(watermark)) AS t FROM {table} GROUP BY ALL"):
+    for row in store.query("SELECT source, epoch(scanned_until) AS t FROM loki_watermarks"):
         name = "sentinel_loki_scan_watermark_timestamp_seconds"
         yield Sample(name, {"source": str(row["source"])}, row["t"])
 

@@ -69,18 +69,20 @@ def seed(store: Store) -> None:
 
 def test_state_metrics_read_from_the_store(store: Store) -> None:
     seed(store)
-    before = metrics.collect_state(store)
-    names = {s.name for s in before}
-    assert "sentinel_outbox_pending" not in names  # no outbox table yet: skipped, not an error
-    # the deliver and scan stages' tables, as this collector expects them
-    store.execute("CREATE TABLE outbox (id INTEGER, status VARCHAR, created_at TIMESTAMP)")
+    for i, (state, created) in enumerate([("pending", "2026-03-01 10:00:00"),
+                                          ("pending", "2026-03-01 11:00:00"),
+                                          ("dead", "2026-03-01 09:00:00"),
+                                          ("delivered", "2026-03-01 08:00:00")]):  # fmt: skip
+        store.execute(
+            "INSERT INTO outbox (delivery_id, destination, finding_id, change, snapshot, state,"
+            " created_at, next_attempt_at) VALUES (?, 'siem', 'f0', 'new', '{}', ?, ?, ?)",
+            [f"d{i}", state, created, created],
+        )
     store.execute(
-        "INSERT INTO outbox VALUES (1, 'pending', '2026-03-01 10:00:00'),"
-        " (2, 'pending', '2026-03-01 11:00:00'), (3, 'dead', '2026-03-01 09:00:00'),"
-        " (4, 'delivered', '2026-03-01 08:00:00')"
+        "INSERT INTO loki_watermarks (source, url, tenant, selector, scanned_until_ns,"
+        " scanned_until, updated_at) VALUES ('inference', 'http://loki', 't', '{a=\"b\"}', 0,"
+        " '2026-03-01 11:58:00', '2026-03-01 11:58:00')"
     )
-    store.execute("CREATE TABLE loki_watermarks (source VARCHAR, watermark TIMESTAMP)")
-    store.execute("INSERT INTO loki_watermarks VALUES ('inference', '2026-03-01 11:58:00')")
     text = generate_latest(metrics.state_registry(metrics.collect_state(store))).decode()
     found = samples(text)
     noon = dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC).timestamp()

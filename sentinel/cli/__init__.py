@@ -15,6 +15,7 @@ from sentinel.cli import (
     event,  # noqa: F401
     ingest,  # noqa: F401
     jobs,  # noqa: F401
+    scan,  # noqa: F401
     sql,  # noqa: F401
 )
 from sentinel.cli.app import root
