@@ -201,7 +201,16 @@ def purge_loki(app: AppContext, execute: bool, fmt: Format) -> int:
 @output_options
 @pass_app
 def purge_status(app: AppContext, refresh: bool, fmt: Format) -> int:
-    """Show purge requests: prepared, filed (with Loki's id and status), unavailable, failed."""
+    """Show purge requests: prepared, filed (with Loki's id and status), unavailable, failed.
+
+    With --refresh, Loki's delete-request list is read first, so filed requests show whether
+    Loki has processed them yet.
+
+    \b
+    Examples:
+      sentinel purge status
+      sentinel purge status --refresh --json
+    """
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     with app.open_store(read_only=not refresh) as store:
         if refresh:
