@@ -116,6 +116,9 @@ class SourcesConfig:
 @dataclass(frozen=True)
 class WatchConfig:
     buckets: tuple[str, ...] = ()
+    # One model = the key prefix matched by "bucket/glob", each * one path segment
+    # (e.g. "acme-weights-prod/models/*/*"). Unmatched keys: the first two segments.
+    models: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,12 @@ class DetectConfig:
     full_copy_window_hours: int = 24
     silent_after_hours: float = 6.0
     lookback_hours: int = 48
+    rules_dir: str = ""
+    denied_window_hours: int = 1
+    first_seen_learning_days: float = 7.0
+    anomaly_history_days: int = 21
+    anomaly_p99_multiple: float = 3.0
+    anomaly_peak_multiple: float = 1.0
 
 
 @dataclass(frozen=True)

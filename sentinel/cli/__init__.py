@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from sentinel.cli import config_cmd, sql  # noqa: F401  (registration)
+from sentinel.cli import config_cmd, detect, sql  # noqa: F401  (registration)
 from sentinel.cli.app import root
 from sentinel.errors import EXIT_ERROR, EXIT_USAGE, SentinelError
 from sentinel.output import dumps
