@@ -182,6 +182,7 @@ class DetectConfig:
     anomaly_min_history_days: int = 7
     full_copy_share: float = 0.8
     full_copy_window_hours: int = 24
+    full_copy_hydrators: bool = True
     silent_after_hours: float = 6.0
     lookback_hours: int = 48
     rules_dir: str = ""

@@ -100,7 +100,9 @@ def context_statements(cfg: Config, now: dt.datetime) -> list[str]:
     ]
     for item in dataclasses.fields(cfg.detect):
         value = getattr(cfg.detect, item.name)
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, bool):
+            statements.append(f"SET VARIABLE {item.name} = {str(value).lower()}")
+        elif isinstance(value, int | float):
             statements.append(f"SET VARIABLE {item.name} = {float(value)!r}::DOUBLE")
     statements += [_SCOPE_EVENTS, _WATCHED_READS]
     return statements

@@ -141,8 +141,9 @@ def rule_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("*.toml") if not p.name.startswith("_"))
 
 
-def load_dir(directory: Path) -> tuple[list[Rule], list[Problem]]:
-    """Every rule in ``directory`` that parses, plus the problems of those that do not."""
+def load_dir(directory: Path, *, keep_invalid: bool = False) -> tuple[list[Rule], list[Problem]]:
+    """Every valid rule in ``directory`` (with ``keep_invalid``, also those with non-fatal
+    problems, for lint), plus every problem found."""
     if not directory.is_dir():
         return [], [Problem(str(directory), None, "rules directory not found")]
     rules: list[Rule] = []
@@ -150,7 +151,7 @@ def load_dir(directory: Path) -> tuple[list[Rule], list[Problem]]:
     for path in rule_files(directory):
         rule, found = load_file(path)
         problems.extend(found)
-        if rule is not None and not found:
+        if rule is not None and (keep_invalid or not found):
             rules.append(rule)
     return rules, problems
 
@@ -325,7 +326,7 @@ def lint(directory: Path, cfg: Any = None) -> tuple[list[Rule], list[Problem]]:
     from sentinel.testing import event_rows
     from sentinel.timeutil import utcnow
 
-    rules, problems = load_dir(directory)
+    rules, problems = load_dir(directory, keep_invalid=True)
     with Store.open(":memory:") as store:
         install_context(store, cfg or Config(), utcnow())
         for rule in rules:

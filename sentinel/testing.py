@@ -70,6 +70,21 @@ EVENT_COLUMNS = [
 _HELPER_KEYS = {"repeat", "every"}
 
 
+def _schema() -> dict[str, Any]:
+    import polars as pl
+
+    kinds = {
+        "event_time": pl.Datetime("us"),
+        "is_service_event": pl.Boolean,
+        "bytes_estimated": pl.Boolean,
+        "bytes_out": pl.Int64,
+        "bytes_in": pl.Int64,
+        "load_id": pl.Int64,
+        "source_index": pl.Int32,
+    }
+    return {c: kinds.get(c, pl.Utf8) for c in EVENT_COLUMNS}
+
+
 def event_rows(events: Iterable[Mapping[str, Any]], *, load_id: int = 1) -> list[dict[str, Any]]:
     """Full ``access_events`` rows from minimal dicts (``repeat``/``every`` make a series)."""
     rows: list[dict[str, Any]] = []
@@ -126,13 +141,18 @@ def insert_events(store: Store, events: Iterable[Mapping[str, Any]], *, load_id:
         " ON CONFLICT DO NOTHING",
         [load_id, len(rows)],
     )
-    for row in rows:
-        names = list(row)
-        store.execute(
-            f"INSERT INTO access_events ({', '.join(names)})"
-            f" VALUES ({', '.join('?' * len(names))})",
-            [row[n] for n in names],
+    if rows:
+        import polars as pl
+
+        frame = pl.DataFrame(
+            [{c: row.get(c) for c in EVENT_COLUMNS} for row in rows],
+            schema=_schema(),
         )
+        store.register("_new_events", frame)
+        try:
+            store.execute("INSERT INTO access_events BY NAME SELECT * FROM _new_events")
+        finally:
+            store.unregister("_new_events")
     return len(rows)
 
 
