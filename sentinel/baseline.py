@@ -4,7 +4,8 @@ for any range is harmless: hourly read sums per (actor, bucket) for
 
 ``refresh`` works on the hours between the variables ``scope_start`` and ``scope_end`` (set by
 the engine to the hours touched by new events, or to a replay range) and runs inside the rule's
-transaction, so state and findings commit together.
+transaction, so state and findings commit together. ``event_freshness`` (newest event per
+bucket and per source, for ``pipeline.source_silent``) works on the loads after the rule's cursor.
 """
 
 from __future__ import annotations
@@ -42,7 +43,35 @@ _SEEN_READERS = (
     """,
 )
 
-STATES = {"read_hourly": _READ_HOURLY, "seen_readers": _SEEN_READERS}
+# Works on loads after the variable ``from_load`` (the rule's cursor), not on a time range.
+_FRESHNESS = (
+    """
+    INSERT INTO event_freshness
+    SELECT 'bucket', bucket, max(event_time) FROM access_events
+    WHERE load_id > getvariable('from_load') AND load_id <= getvariable('max_load_id')
+      AND bucket IS NOT NULL
+    GROUP BY bucket
+    ON CONFLICT (kind, name) DO UPDATE SET
+        newest_event = greatest(event_freshness.newest_event, excluded.newest_event)
+    """,
+    """
+    INSERT INTO event_freshness
+    SELECT 'source', l.source, max(n.newest)
+    FROM (SELECT load_id, max(event_time) AS newest FROM access_events
+          WHERE load_id > getvariable('from_load') AND load_id <= getvariable('max_load_id')
+          GROUP BY load_id) n
+    JOIN loads l USING (load_id)
+    GROUP BY l.source
+    ON CONFLICT (kind, name) DO UPDATE SET
+        newest_event = greatest(event_freshness.newest_event, excluded.newest_event)
+    """,
+)
+
+STATES = {
+    "read_hourly": _READ_HOURLY,
+    "seen_readers": _SEEN_READERS,
+    "event_freshness": _FRESHNESS,
+}
 
 
 def refresh(store: Store, name: str) -> None:

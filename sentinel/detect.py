@@ -90,6 +90,7 @@ class Scope:
     state_start: dt.datetime | None = None  # hours whose state (baselines, seen-set) to refresh
     state_end: dt.datetime | None = None
     late_skipped: int = 0
+    from_load: int = 0  # state that follows loads (freshness) refreshes loads after this one
     cursor: dict[str, Any] | None = None  # the cursor to store after success (None: replay)
 
 
@@ -200,6 +201,7 @@ def _run_rule(
         )
     if scope.state_start is not None and scope.state_end is not None:
         _set_scope(store, scope.state_start, scope.state_end, max_load, window)
+        store.execute(f"SET VARIABLE from_load = {int(scope.from_load)}::BIGINT")
         for name in rule.state:
             baseline.refresh(store, name)
     _set_scope(store, scope.start, scope.end, max_load, window)
@@ -246,9 +248,10 @@ def _scope(
         start = floor_to(since, step)
         end = floor_to(end, step) + step if end > floor_to(end, step) else end
         return Scope(start, end, max_load, floor_to(since, HOUR), end)
-    if rule.scope == "always":
-        return Scope(EPOCH, now, max_load, cursor={"load_id": max_load})
     cursor = _load_cursor(store, rule.id)
+    if rule.scope == "always":
+        last = int(cursor.get("load_id", 0))
+        return Scope(EPOCH, now, max_load, EPOCH, now, from_load=last, cursor={"load_id": max_load})
     last = int(cursor.get("load_id", 0))
     if max_load <= last:
         return None
@@ -274,8 +277,9 @@ def _scope(
         )
     end = floor_to(high, step) + step
     new_cursor = {"load_id": max_load, "watermark": mark.isoformat()}
+    state_end = floor_to(high, HOUR) + HOUR
     return Scope(
-        start, end, max_load, floor_to(low, HOUR), floor_to(high, HOUR) + HOUR, late, new_cursor
+        start, end, max_load, floor_to(low, HOUR), state_end, late_skipped=late, cursor=new_cursor
     )
 
 

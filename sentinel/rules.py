@@ -23,7 +23,7 @@ from sentinel.timeutil import parse_duration
 RULE_ID = re.compile(r"^[a-z]+\.[a-z0-9_]+$")
 MITRE_ID = re.compile(r"^(T\d{4}(\.\d{3})?|TA\d{4})$")
 SCOPES = ("events", "always")
-STATES = ("read_hourly", "seen_readers")
+STATES = ("read_hourly", "seen_readers", "event_freshness")
 # Finding columns a rule's SQL returns; every other column becomes a key of the evidence.
 REQUIRED_COLUMNS = (
     "window_start",

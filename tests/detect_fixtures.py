@@ -6,6 +6,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import pytest
+
+from sentinel import logs
+
 CONFIG = """
 [watch]
 buckets = ["acme-weights-prod", "acme-ckpt-prod", "acme-weights-gcs"]
@@ -193,3 +197,10 @@ def _gcs(
         "src_ip": src_ip,
         "event_time": when,
     }
+
+
+@pytest.fixture(autouse=True)
+def fresh_logs() -> None:
+    """Point logs at this test's stderr: a CLI test configures structlog with the stream
+    pytest captured for it, which is closed by the time a later test logs."""
+    logs.configure("warning", json_logs=True)

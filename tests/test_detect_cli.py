@@ -10,7 +10,10 @@ from sentinel.rules import default_rules_dir
 from sentinel.store import Store
 from sentinel.testing import insert_events
 from sentinel.timeutil import utcnow
-from tests.detect_fixtures import CONFIG
+from tests.detect_fixtures import (
+    CONFIG,
+    fresh_logs,  # noqa: F401  (autouse)
+)
 
 NOTEBOOK = "arn:aws:iam::111122223333:role/ds-notebook"
 

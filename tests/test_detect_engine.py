@@ -19,6 +19,7 @@ from tests.detect_fixtures import (
     DR_CONFIG,
     INCIDENT_DAY,
     NOW,
+    fresh_logs,  # noqa: F401  (autouse)
     incidents,
     normal_traffic,
     objects,

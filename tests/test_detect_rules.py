@@ -8,6 +8,7 @@ import pytest
 
 from sentinel.rules import default_rules_dir, lint, load_dir
 from sentinel.testing import run_case
+from tests.detect_fixtures import fresh_logs  # noqa: F401  (autouse)
 
 RULES, _ = load_dir(default_rules_dir())
 CONTRACT_IDS = {
