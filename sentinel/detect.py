@@ -28,7 +28,7 @@ from sentinel import baseline, logs
 from sentinel.config import Config, Suppression
 from sentinel.errors import SentinelError, UsageError
 from sentinel.matchers import active_suppressions, suppression_for
-from sentinel.output import dumps
+from sentinel.output import dumps, to_jsonable
 from sentinel.rules import FINDING_COLUMNS, Rule, RuleError, default_rules_dir, load_dir
 from sentinel.store import Store
 from sentinel.timeutil import floor_to, utcnow
@@ -90,6 +90,8 @@ class Scope:
     state_start: dt.datetime | None = None  # hours whose state (baselines, seen-set) to refresh
     state_end: dt.datetime | None = None
     late_skipped: int = 0
+    oldest_late: str = ""
+    first_run: bool = False
     from_load: int = 0  # state that follows loads (freshness) refreshes loads after this one
     cursor: dict[str, Any] | None = None  # the cursor to store after success (None: replay)
 
@@ -144,7 +146,7 @@ def run_detect(
             log.error("detect.rule_failed", rule=rule.id, error=exc.message)
         outcome.seconds = time.perf_counter() - started
         result.outcomes.append(outcome)
-        log.info("detect.rule_done", **outcome.as_dict())
+        log.info("detect.rule_done", **to_jsonable(outcome.as_dict()))
     return result
 
 
@@ -187,17 +189,16 @@ def _run_rule(
     if scope is None:
         outcome.status = "idle"
         return
-    outcome.scope_start, outcome.scope_end, outcome.late_skipped = (
-        scope.start,
-        scope.end,
-        scope.late_skipped,
-    )
+    if rule.scope != "always":
+        outcome.scope_start, outcome.scope_end = scope.start, scope.end
+    outcome.late_skipped = scope.late_skipped
     if scope.late_skipped:
-        log.warning(
+        # On a rule's first run this is the backlog before the lookback, not lateness.
+        (log.info if scope.first_run else log.warning)(
             "detect.late_events_skipped",
             rule=rule.id,
             events=scope.late_skipped,
-            replay=f"sentinel detect --rule {rule.id} --since <oldest event time>",
+            replay=f"sentinel detect --rule {rule.id} --since {scope.oldest_late}",
         )
     if scope.state_start is not None and scope.state_end is not None:
         _set_scope(store, scope.state_start, scope.state_end, max_load, window)
@@ -279,7 +280,15 @@ def _scope(
     new_cursor = {"load_id": max_load, "watermark": mark.isoformat()}
     state_end = floor_to(high, HOUR) + HOUR
     return Scope(
-        start, end, max_load, floor_to(low, HOUR), state_end, late_skipped=late, cursor=new_cursor
+        start,
+        end,
+        max_load,
+        floor_to(low, HOUR),
+        state_end,
+        late_skipped=late,
+        first_run=not cursor,
+        oldest_late=low.isoformat() + "Z" if late else "",
+        cursor=new_cursor,
     )
 
 

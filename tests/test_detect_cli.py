@@ -52,6 +52,7 @@ def test_detect_then_list_filter_and_triage(cli, tmp_path: Path) -> None:  # typ
         listed[0]["title"]
         == "Non-hydrator role ds-notebook read 5 B from acme-weights-prod (1 objects)"
     )
+    assert listed[0]["evidence"]["sample_keys"] == ["models/a"]
     everything = json.loads(cli("findings", "--rule", "weights.*", "--json").stdout)
     assert {f["severity"] for f in everything} == {"high", "medium"}
 

@@ -255,3 +255,24 @@ def test_a_failing_rule_is_reported_and_the_others_still_run(store: Store, tmp_p
     assert "Conversion Error" in result.failed[0].error
     assert [f["rule_id"] for f in _findings(store)] == ["weights.denied_read"]
     assert store.scalar("SELECT count(*) FROM cursors WHERE key = 'weights.zz_broken'") == 0
+
+
+def test_analyst_views_over_baselines_and_triage(store: Store) -> None:
+    insert_events(
+        store,
+        [{**_read(dt.datetime(2026, 5, 1, 10), size=7), "repeat": 3, "every": "1d"}],
+        load_id=1,
+    )
+    _rules_run(store, rule_ids=["weights.bytes_read_anomaly", "weights.non_hydrator_read"])
+    (baseline,) = store.query("SELECT * FROM v_read_baselines")
+    assert baseline["actor"] == NOTEBOOK
+    assert (baseline["hours_in_window"], baseline["active_hours"]) == (49, 3)
+    assert (baseline["bytes_in_window"], baseline["peak_hour_bytes"]) == (21, 7)
+    fid = _findings(store)[0]["finding_id"]
+    set_status(store, [fid], "resolved", reason="rotated the role", by="ana")
+    (row,) = store.query("SELECT * FROM v_findings_triage WHERE finding_id = ?", [fid])
+    assert (row["status"], row["last_action_by"], row["last_action_reason"]) == (
+        "resolved",
+        "ana",
+        "rotated the role",
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import json
 from pathlib import Path
 from typing import Any
 
@@ -133,6 +134,9 @@ def findings(
     )
     with app.open_store(read_only=True) as store:
         rows = store.query(sql, params)
+    for row in rows:
+        if isinstance(row.get("evidence"), str):
+            row["evidence"] = json.loads(row["evidence"])
     emit_records(rows, fmt)
     return EXIT_OK
 
