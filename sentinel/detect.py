@@ -17,7 +17,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import string
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any
 from sentinel import baseline, logs
 from sentinel.config import Config, Suppression
 from sentinel.errors import SentinelError, UsageError
+from sentinel.labels import TitleFormatter, actor_label, human_bytes
 from sentinel.matchers import active_suppressions, suppression_for
 from sentinel.output import dumps, to_jsonable
 from sentinel.rules import FINDING_COLUMNS, Rule, RuleError, default_rules_dir, load_dir
@@ -328,45 +328,6 @@ def finding_id(rule_id: str, dedupe_key: str, window_start: dt.datetime | None) 
     return digest.hexdigest()[:32]
 
 
-class _TitleFormatter(string.Formatter):
-    def format_field(self, value: Any, format_spec: str) -> str:
-        if format_spec == "bytes":
-            return human_bytes(value)
-        if value is None:
-            return "?"
-        return str(super().format_field(value, format_spec))
-
-
-def human_bytes(value: Any) -> str:
-    if value is None:
-        return "? B"
-    amount = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(amount) < 1024 or unit == "TiB":
-            return f"{int(amount)} B" if unit == "B" else f"{amount:.1f} {unit}"
-        amount /= 1024
-    return f"{amount:.1f} PiB"  # pragma: no cover - loop always returns
-
-
-def actor_label(actor: str | None) -> str:
-    """A short human name: ``role ds-notebook``, ``user alice``, ``principal x@y``."""
-    if not actor:
-        return "redacted principal"
-    if actor.startswith("arn:aws:"):
-        resource = actor.split(":", 5)[-1]
-        kind, _, rest = resource.partition("/")
-        if kind == "assumed-role":
-            return f"role {rest.split('/')[0]}"
-        if kind in ("role", "user"):
-            return f"{kind} {rest.rsplit('/', 1)[-1]}"
-        return actor
-    if actor.endswith(".gserviceaccount.com"):
-        return f"service account {actor.split('@')[0]}"
-    if "@" in actor:
-        return f"principal {actor}"
-    return actor
-
-
 def build_finding(rule: Rule, row: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
     """A findings row from one row of a rule's SQL: standard columns map to finding fields, the
     rest become evidence; title and dedupe key come from the rule's templates."""
@@ -377,7 +338,7 @@ def build_finding(rule: Rule, row: dict[str, Any], now: dt.datetime) -> dict[str
         actor_label=actor_label(values.get("actor")),
         bytes_h=("~" if values.get("bytes_estimated") else "") + bytes_h,
     )
-    formatter = _TitleFormatter()
+    formatter = TitleFormatter()
     dedupe_key = formatter.format(rule.dedupe, **values)
     window_start = row.get("window_start")
     evidence = {k: v for k, v in row.items() if k not in FINDING_COLUMNS}
