@@ -376,7 +376,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (finding_id) DO UPDATE SET
     severity = excluded.severity, title = excluded.title, summary = excluded.summary,
     first_seen = least(findings.first_seen, excluded.first_seen),
-    last_seen = greatest(findings.last_seen, excluded.last_seen),
+    last_seen = excluded.last_seen,
     event_count = excluded.event_count, bytes = excluded.bytes, evidence = excluded.evidence,
     updated_at = excluded.updated_at
 """
@@ -406,7 +406,9 @@ _FIELDS = [
 
 def _upsert_finding(store: Store, finding: dict[str, Any]) -> int:
     """The ONE write path into ``findings``: insert, or update counts, bytes, evidence and
-    last_seen while keeping first_seen, created_at and status. Returns 1 when new."""
+    last_seen while keeping created_at, status and first_seen (which only moves earlier, for
+    late events). A rule re-aggregates its whole window, so its figures replace the old ones.
+    Returns 1 when the finding is new."""
     existed = store.scalar(
         "SELECT count(*) FROM findings WHERE finding_id = ?", [finding["finding_id"]]
     )
