@@ -55,6 +55,9 @@ def test_detect_then_list_filter_and_triage(cli, tmp_path: Path) -> None:  # typ
     assert listed[0]["evidence"]["sample_keys"] == ["models/a"]
     everything = json.loads(cli("findings", "--rule", "weights.*", "--json").stdout)
     assert {f["severity"] for f in everything} == {"high", "medium"}
+    by_actor = json.loads(cli("findings", "--actor", "*ds-notebook", "--json").stdout)
+    assert len(by_actor) == len(everything)
+    assert json.loads(cli("findings", "--bucket", "other-*", "--json").stdout) == []
 
     fid = listed[0]["finding_id"]
     acked = cli(

@@ -80,6 +80,8 @@ def detect(
 @click.option("--status", type=click.Choice(engine.STATUSES), help="Only this status.")
 @click.option("--since", metavar="T", help="Last seen at or after T (ISO-8601 or 24h, 7d).")
 @click.option("--until", metavar="T", help="Last seen before T.")
+@click.option("--actor", metavar="GLOB", help="Only findings whose actor matches.")
+@click.option("--bucket", metavar="GLOB", help="Only findings whose bucket matches.")
 @click.option("--limit", type=int, default=200, show_default=True)
 @output_options
 @pass_app
@@ -93,6 +95,8 @@ def findings(
     status: str | None,
     since: str | None,
     until: str | None,
+    actor: str | None,
+    bucket: str | None,
     limit: int,
     fmt: Format,
 ) -> int:
@@ -109,9 +113,10 @@ def findings(
         return EXIT_OK
     where: list[str] = ["true"]
     params: list[Any] = []
-    if rule_id:
-        where.append("rule_id GLOB ?")
-        params.append(rule_id)
+    for column, pattern in (("rule_id", rule_id), ("actor", actor), ("bucket", bucket)):
+        if pattern:
+            where.append(f"{column} GLOB ?")
+            params.append(pattern)
     if severity:
         where.append("list_position(?, severity) >= ?")
         params += [list(SEVERITIES), SEVERITIES.index(severity) + 1]
