@@ -62,6 +62,7 @@ EXPECTED_KEYS = (
     "evidence",
 )
 _KEYS = {
+    "id": str,
     "title": str,
     "severity": str,
     "description": str,
@@ -174,6 +175,8 @@ def load_file(path: Path) -> tuple[Rule | None, list[Problem]]:
     rule_id = path.stem
     if not RULE_ID.match(rule_id):
         problem("", f"file name {path.name!r} is not a rule id like 'weights.some_rule.toml'")
+    if data.get("id", rule_id) != rule_id:
+        problem("id", f"id {data['id']!r} differs from the file name ({rule_id!r})")
     if not _check_shape(data, problem):
         return None, problems
     _check_values(data, problem)

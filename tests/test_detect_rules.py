@@ -54,17 +54,23 @@ def test_lint_reports_every_problem_with_file_and_line(tmp_path: Path) -> None:
     broken = broken.replace("count(DISTINCT object_key) AS objects", "count(DISTINCT nokey)", 1)
     (tmp_path / "weights.denied_read.toml").write_text(broken, encoding="utf-8")
     (tmp_path / "Bad-Name.toml").write_text('title = "x"\n', encoding="utf-8")
+    (tmp_path / "weights.renamed.toml").write_text(source, encoding="utf-8")
     _, problems = lint(tmp_path)
     text = [str(p) for p in problems]
     where = str(tmp_path / "weights.denied_read.toml")
-    assert f"{where}:2: severity must be one of info, low, medium, high, critical" in text
-    assert f"{where}:3: unknown key 'noise'" in text
+    assert f"{where}:3: severity must be one of info, low, medium, high, critical" in text
+    assert f"{where}:4: unknown key 'noise'" in text
     sql_line = broken.splitlines().index(
         next(line for line in broken.splitlines() if "nokey" in line)
     )
     assert any(t.startswith(f"{where}:{sql_line + 1}: sql does not run") for t in text), text
     assert any("Bad-Name.toml" in t and "not a rule id" in t for t in text)
     assert any("Bad-Name.toml" in t and "'sql' is missing" in t for t in text)
+    renamed = str(tmp_path / "weights.renamed.toml")
+    assert (
+        f"{renamed}:1: id 'weights.denied_read' differs from the file name ('weights.renamed')"
+        in text
+    )
 
 
 def test_a_failing_case_reports_what_differs(tmp_path: Path) -> None:
