@@ -97,7 +97,10 @@ def test_a_broken_rule_gives_exit_3_and_the_rest_runs(cli, tmp_path: Path) -> No
     good = (default_rules_dir() / "weights.denied_read.toml").read_text(encoding="utf-8")
     (rules / "weights.denied_read.toml").write_text(good, encoding="utf-8")
     (rules / "weights.broken.toml").write_text(
-        good.replace("FROM scope_events", "FROM no_such_table", 1), encoding="utf-8"
+        good.replace("FROM scope_events", "FROM no_such_table", 1).replace(
+            'id = "weights.denied_read"', 'id = "weights.broken"'
+        ),
+        encoding="utf-8",
     )
     run = cli("detect", "--rules-dir", str(rules), "--json")
     assert run.exit_code == 3

@@ -242,6 +242,7 @@ def test_a_failing_rule_is_reported_and_the_others_still_run(store: Store, tmp_p
         "FROM scope_events", "FROM scope_events WHERE 'x'::INTEGER = 1 AND true", 1
     )
     broken = broken.replace("WHERE is_watched", "AND is_watched", 1)
+    broken = broken.replace('id = "weights.denied_read"', 'id = "weights.zz_broken"')
     (tmp_path / "weights.zz_broken.toml").write_text(broken, encoding="utf-8")
     rules, problems = load_dir(tmp_path)
     assert problems == []
