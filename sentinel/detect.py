@@ -144,6 +144,9 @@ def run_detect(
         except SentinelError as exc:
             outcome.status, outcome.error = "failed", exc.message
             log.error("detect.rule_failed", rule=rule.id, error=exc.message)
+        except (KeyError, ValueError, TypeError, IndexError) as exc:  # a rule's template or row
+            outcome.status, outcome.error = "failed", f"{type(exc).__name__}: {exc}"
+            log.error("detect.rule_failed", rule=rule.id, error=outcome.error)
         outcome.seconds = time.perf_counter() - started
         result.outcomes.append(outcome)
         log.info("detect.rule_done", **to_jsonable(outcome.as_dict()))
