@@ -121,6 +121,9 @@ class SourcesConfig:
 @dataclass(frozen=True)
 class WatchConfig:
     buckets: tuple[str, ...] = ()
+    # One model = the key prefix matched by "bucket/glob", each * one path segment
+    # (e.g. "acme-weights-prod/models/*/*"). Unmatched keys: the first two segments.
+    models: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,8 +203,15 @@ class DetectConfig:
     anomaly_min_history_days: int = 7
     full_copy_share: float = 0.8
     full_copy_window_hours: int = 24
+    full_copy_hydrators: bool = True
     silent_after_hours: float = 6.0
     lookback_hours: int = 48
+    rules_dir: str = ""
+    denied_window_hours: int = 1
+    first_seen_learning_days: float = 7.0
+    anomaly_history_days: int = 21
+    anomaly_p99_multiple: float = 3.0
+    anomaly_peak_multiple: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ Detection rules and leak scanners call exactly two functions::
     findings.set_status(store, cfg, fid, "resolved", reason="expected job", who="alice")
 
 ``upsert`` inserts a new finding or merges a rerun into the existing one (first_seen is the
-earliest, last_seen the latest; counts, severity, title and evidence take the new values; the
+earliest; last_seen, counts, severity, title and evidence take the new values, since callers
+re-aggregate the whole window; the
 status is kept, so a rerun never reopens an acknowledged finding). In the SAME transaction it
 writes ``finding_history`` and enqueues one outbox row per matching destination when the change
 is material: a new finding, a severity increase, or event_count / bytes crossing a step of
@@ -39,6 +40,7 @@ from typing import Any, Literal
 from sentinel import outbox, redact
 from sentinel.config import SEVERITIES, AlertsConfig, Config, Severity
 from sentinel.errors import UsageError
+from sentinel.output import to_jsonable
 from sentinel.store import Store
 
 Status = Literal["open", "acknowledged", "suppressed", "resolved"]
@@ -201,7 +203,9 @@ def _clean(finding: Finding) -> dict[str, Any]:
     for key in ("title", "summary"):
         if row[key] is not None:
             row[key] = redact.scrub_text(row[key])
-    row["evidence"] = redact.scrub(row["evidence"] or {})
+    # Evidence is stored as JSON; normalise it now (datetimes become ISO strings) so a rerun with
+    # the same figures compares equal to what is stored.
+    row["evidence"] = json.loads(json.dumps(to_jsonable(redact.scrub(row["evidence"] or {}))))
     for key in ("first_seen", "last_seen"):
         if row[key] is not None:
             row[key] = utc_naive(row[key])
@@ -211,9 +215,12 @@ def _clean(finding: Finding) -> dict[str, Any]:
 def _merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     merged = dict(new)
     merged["status"] = old["status"]
-    for key, pick in (("first_seen", min), ("last_seen", max)):
-        values = [v for v in (old[key], new[key]) if v is not None]
-        merged[key] = pick(values) if values else None
+    # Callers re-aggregate a finding's whole window, so their last_seen is authoritative (a
+    # late event may even move it earlier); first_seen only ever moves earlier.
+    values = [v for v in (old["first_seen"], new["first_seen"]) if v is not None]
+    merged["first_seen"] = min(values) if values else None
+    if merged["last_seen"] is None:
+        merged["last_seen"] = old["last_seen"]
     return merged
 
 

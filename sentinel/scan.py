@@ -17,8 +17,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from sentinel import logs
-from sentinel.config import ScanConfig
+from sentinel import findings, logs
+from sentinel.config import Config, ScanConfig
 from sentinel.detectors import SECRET_RULE, Hit
 from sentinel.detectors.engine import LineHits, Scanner, all_detectors, detector_names
 from sentinel.errors import ConfigError, Problem
@@ -151,7 +151,7 @@ class Occurrence:
     def finding_id(self) -> str:
         day = dt.datetime.fromtimestamp(self.ts_ns / 1e9, tz=dt.UTC).date().isoformat()
         what = self.leak.fingerprint if self.leak.rule_id == SECRET_RULE else self.leak.detector
-        return _digest(f"{self.leak.rule_id}|{self.source}|{self.stream}|{what}|{day}")
+        return findings.finding_id(self.leak.rule_id, (self.source, self.stream, what), day)
 
 
 def _digest(text: str) -> str:
@@ -192,8 +192,11 @@ def scan_entries(
         yield from flush()
 
 
-def record(store: Store, occurrences: Sequence[Occurrence], *, now: dt.datetime) -> int:
-    """Insert occurrences (once each) and upsert their findings; returns findings touched."""
+def record(
+    store: Store, cfg: Config, occurrences: Sequence[Occurrence], *, now: dt.datetime
+) -> int:
+    """Insert occurrences (once each) and upsert their findings through ``sentinel.findings``
+    (which queues deliveries in the same transaction); returns findings touched."""
     if not occurrences:
         return 0
     with store.transaction():
@@ -223,33 +226,32 @@ def record(store: Store, occurrences: Sequence[Occurrence], *, now: dt.datetime)
                 ],
             )
         ids = sorted({o.finding_id for o in occurrences})
-        store.execute(_UPSERT_FINDINGS, [now, now, ids])
+        for row in store.query(_AGGREGATE_FINDINGS, [ids]):
+            row["evidence"] = json.loads(row["evidence"])
+            findings.upsert(store, cfg, findings.Finding(**row), now=now)
     return len(ids)
 
 
-_UPSERT_FINDINGS = """
-INSERT INTO findings (finding_id, rule_id, severity, title, summary, provider, account, tenant,
-                      first_seen, last_seen, event_count, evidence, status, created_at, updated_at)
-SELECT finding_id, any_value(rule_id), max_by(severity, CASE severity WHEN 'critical' THEN 4
-         WHEN 'high' THEN 3 WHEN 'medium' THEN 2 WHEN 'low' THEN 1 ELSE 0 END),
+# One finding per (rule, source, stream, fingerprint or detector, day), re-aggregated from all of
+# its occurrences: masked preview and fingerprints only, never the leaked value.
+_AGGREGATE_FINDINGS = """
+SELECT finding_id, any_value(rule_id) AS rule_id,
+       max_by(severity, CASE severity WHEN 'critical' THEN 4 WHEN 'high' THEN 3
+                        WHEN 'medium' THEN 2 WHEN 'low' THEN 1 ELSE 0 END) AS severity,
        CASE any_value(rule_id) WHEN 'logs.secret_leak' THEN 'Secret leaked in logs: '
-            ELSE 'LLM prompt or completion leaked in logs: ' END || any_value(detector),
+            ELSE 'LLM prompt or completion leaked in logs: ' END || any_value(detector) AS title,
        any_value(detector) || ' ' || any_value(preview) || ' seen ' || count(*)::VARCHAR
-         || 'x in ' || any_value(stream) || ' (' || any_value(source) || ')',
-       'loki', any_value(source), any_value(tenant), min(ts), max(ts), count(*),
+         || 'x in ' || any_value(stream) || ' (' || any_value(source) || ')' AS summary,
+       'loki' AS provider, any_value(source) AS account, any_value(tenant) AS tenant,
+       min(ts) AS first_seen, max(ts) AS last_seen, count(*) AS event_count,
        json_object('detector', any_value(detector), 'preview', any_value(preview),
                    'fingerprint', CASE WHEN count(DISTINCT fingerprint) = 1
                                        THEN any_value(fingerprint) END,
                    'fingerprints', list(DISTINCT fingerprint ORDER BY fingerprint)[1:20],
                    'confidence', any_value(confidence), 'source', any_value(source),
                    'stream', any_value(stream), 'labels', any_value(stream_labels),
-                   'timestamps_ns', list(ts_ns ORDER BY ts_ns)[1:50]),
-       'open', ?, ?
-FROM leak_occurrences WHERE list_contains(?, finding_id) GROUP BY finding_id
-ON CONFLICT (finding_id) DO UPDATE SET
-    first_seen = excluded.first_seen, last_seen = excluded.last_seen,
-    event_count = excluded.event_count, evidence = excluded.evidence,
-    summary = excluded.summary, severity = excluded.severity, updated_at = excluded.updated_at
+                   'timestamps_ns', list(ts_ns ORDER BY ts_ns)[1:50])::VARCHAR AS evidence
+FROM leak_occurrences WHERE list_contains(?, finding_id) GROUP BY finding_id ORDER BY finding_id
 """
 
 
@@ -315,6 +317,7 @@ def _set_watermark(
 
 def scan_loki(
     store: Store,
+    cfg: Config,
     src: Any,
     client: Any,
     settings: Settings,
@@ -366,7 +369,7 @@ def scan_loki(
         )
         now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         with store.transaction():
-            result.findings += record(store, found, now=now)
+            result.findings += record(store, cfg, found, now=now)
             if not backfill:
                 _set_watermark(store, src, w_end, stats, now)
         result.windows += 1
@@ -410,6 +413,7 @@ def _iso(ns: int) -> str:
 
 def record_entries(
     store: Store,
+    cfg: Config,
     entries: Iterable[Entry],
     settings: Settings,
     *,
@@ -421,4 +425,4 @@ def record_entries(
     ``Settings(fingerprint_key=fingerprint.DEMO_KEY)``); returns the findings touched."""
     found = list(scan_entries(entries, settings, source=source, tenant=tenant))
     when = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    return record(store, found, now=when)
+    return record(store, cfg, found, now=when)

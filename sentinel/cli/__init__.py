@@ -12,6 +12,7 @@ from sentinel.cli import (
     config_cmd,  # noqa: F401
     deliver,  # noqa: F401
     demo_cmd,  # noqa: F401
+    detect,  # noqa: F401
     event,  # noqa: F401
     ingest,  # noqa: F401
     jobs,  # noqa: F401

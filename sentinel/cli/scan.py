@@ -96,6 +96,7 @@ def scan_loki(
             try:
                 result = scan_mod.scan_loki(
                     store,
+                    config,
                     src,
                     client,
                     settings,
