@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from sentinel.cli import config_cmd, ingest, sql  # noqa: F401  (registration)
+from sentinel.cli import config_cmd, ingest, ingest_gcs, sql  # noqa: F401  (registration)
 from sentinel.cli.app import root
 from sentinel.errors import EXIT_ERROR, EXIT_USAGE, SentinelError
 from sentinel.output import dumps
