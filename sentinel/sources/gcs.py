@@ -195,8 +195,10 @@ def _local_input(path: Path, meta: dict[str, str], spool: Path) -> InputFile:
                 shutil.copyfileobj(src, dst, 1024 * 1024)
             readable = inflated
         except (OSError, EOFError):
-            # Corrupt gzip: hand DuckDB the compressed bytes, which it refuses as text, so the
-            # loader quarantines the whole file as unreadable.
+            # Corrupt gzip: hand DuckDB the compressed bytes under a name it will not inflate;
+            # it refuses them as text and the loader quarantines the whole file.
+            readable = spool / f"{abs(hash(str(path))):x}-{path.name}.corrupt-gzip"
+            shutil.copyfile(path, readable)
             inflated.unlink(missing_ok=True)
     return InputFile(uri=str(path), path=readable, size=path.stat().st_size,
                      compression="none", meta=meta)  # fmt: skip

@@ -237,9 +237,10 @@ def run_api(
     label = source.label
     report = GcsIngestReport(source=label)
     cursor_key = f"gcs-api:{label}"
-    cursor_text = store.scalar(
-        "SELECT value FROM cursors WHERE source = ? AND key = 'window_end'", [cursor_key]
-    )
+    # columns_and_rows, not scalar: a half-fetched result blocks the loader's register().
+    cursor_text = store.columns_and_rows(
+        "SELECT max(value) FROM cursors WHERE source = ? AND key = 'window_end'", [cursor_key]
+    )[1][0][0]
     backfill = since is not None or until is not None
     windows = plan_windows(
         cursor=parse_time(cursor_text) if cursor_text else None,
