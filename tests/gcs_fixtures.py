@@ -197,7 +197,7 @@ def start_logging_server() -> Iterator[LoggingServer]:
     state = LoggingServerState()
     handler = type("Handler", (_Handler,), {"state": state})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield LoggingServer(f"http://127.0.0.1:{server.server_address[1]}", state)
