@@ -162,7 +162,7 @@ def _list_export(
         for name in sorted(filenames):
             full = Path(dirpath) / name
             report.files_listed += 1
-            match = EXPORT_FILE.search(full.relative_to(root).as_posix())
+            match = EXPORT_FILE.search(full.as_posix())
             if not match:
                 report.ignore("not_audit_export")
                 continue
