@@ -243,9 +243,13 @@ def test_actions_resource_split_and_watched_buckets(store, tmp_path):  # type: i
         ),
         entry("storage.hmacKeys.create", T0, "a11", key=None),
     ]
-    path = write_ndjson(tmp_path / "entries.jsonl", entries)
+    no_bucket = entry("storage.buckets.list", T0, "a12", key=None)
+    del no_bucket["resource"]["labels"]["bucket_name"]
+    del no_bucket["protoPayload"]["resourceName"]
+    path = write_ndjson(tmp_path / "entries.jsonl", [*entries, no_bucket])
     report = run_export(store, GcsAuditSource(), path, keep_raw="non_read", buckets=(BUCKET,))
-    assert report.records_skipped == 1  # the unwatched bucket
+    assert report.records_skipped == 2  # the unwatched bucket, and no bucket at all
+    assert report.events_loaded + report.records_skipped == len(entries) + 1
     got = {r["event_id"].rsplit("|", 1)[1]: r for r in store.query("SELECT * FROM access_events")}
     assert got["a1"]["object_key"] == tricky and got["a1"]["bucket"] == BUCKET
     actions = {k: v["action"] for k, v in got.items()}

@@ -102,7 +102,8 @@ z AS (
     timezone('UTC', TRY_CAST(ts_text AS TIMESTAMPTZ)) AS event_time,
     coalesce(nullif(email, ''), nullif(subject, '')) AS actor,
     coalesce(nullif(label_bucket, ''),
-             regexp_extract(resource_name, '^projects/[^/]+/buckets/([^/]+)', 1)) AS bucket,
+             nullif(regexp_extract(resource_name, '^projects/[^/]+/buckets/([^/]+)', 1), ''))
+      AS bucket,
     CASE WHEN strpos(resource_name, '/objects/') > 0
          THEN substr(resource_name, strpos(resource_name, '/objects/') + 9) END AS object_key,
     CASE WHEN json_type(request_metadata) = 'OBJECT'
@@ -180,7 +181,7 @@ SELECT
     WHEN insert_id IS NULL OR insert_id = '' THEN 'missing_field:insertId'
     WHEN gcs AND (method IS NULL OR method = '') THEN 'missing_field:protoPayload.methodName'
   END AS bad_reason,
-  NOT (gcs {watched}) OR method IS NULL AS skip,
+  coalesce(NOT (gcs {watched}), true) OR method IS NULL AS skip,
   true AS envelope_ok
 FROM w
 """
