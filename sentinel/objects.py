@@ -115,27 +115,34 @@ def sizes_from_events(store: Store, load_id: int) -> int:
 
 # -- estimation -------------------------------------------------------------------------------
 def estimate_bytes(store: Store, since_load_id: int, *, refill_unknown: bool) -> EstimateReport:
-    """(Re)estimate ``bytes_out`` of GCS reads in loads after ``since_load_id`` and, with
-    ``refill_unknown``, of every read whose size was unknown. Idempotent; call it inside the
-    load's transaction (or after it: running it again changes nothing)."""
+    """(Re)estimate ``bytes_out`` of the GCS reads loaded after ``since_load_id`` (with their
+    whole (actor, object, window) groups) and, with ``refill_unknown``, of every read whose size
+    was unknown. Idempotent: running it again, or after a crash, gives the same rows."""
     pick = "load_id > ?" + (" OR bytes_out IS NULL" if refill_unknown else "")
-    bucket = f"time_bucket(INTERVAL '{ESTIMATE_WINDOW}', event_time)"
-    before = int(store.scalar(f"SELECT count(*) FROM access_events WHERE {_READS} AND "
-                              "bytes_estimated AND bytes_out IS NOT NULL"))  # fmt: skip
-    store.execute(
-        f"""
+    window = f"time_bucket(INTERVAL '{ESTIMATE_WINDOW}', event_time)"
+    lo, hi = store.columns_and_rows(
+        f"SELECT min({window}), max({window}) FROM access_events WHERE {_READS} AND ({pick})",
+        [since_load_id],
+    )[1][0]
+    report = EstimateReport()
+    if lo is not None:
+        # Zone maps prune the member scan to the time span of the affected groups.
+        changed = store.columns_and_rows(
+            f"""
 UPDATE access_events AS e SET bytes_out = c.bytes, bytes_estimated = c.bytes IS NOT NULL
 FROM (
   WITH groups AS (
-    SELECT DISTINCT actor, bucket, object_key, {bucket} AS w
+    SELECT DISTINCT actor, bucket, object_key, {window} AS w
     FROM access_events WHERE {_READS} AND ({pick})
   ),
   members AS (
-    SELECT e.event_id, e.event_time, e.actor, e.bucket, e.object_key, g.w
-    FROM access_events e JOIN groups g
-      ON e.actor IS NOT DISTINCT FROM g.actor AND e.bucket = g.bucket
-     AND e.object_key IS NOT DISTINCT FROM g.object_key AND {bucket} = g.w
-    WHERE e.{_READS.replace(" AND ", " AND e.")}
+    SELECT a.event_id, a.event_time, a.actor, a.bucket, a.object_key, g.w
+    FROM (SELECT * FROM access_events WHERE {_READS}
+          AND event_time >= ? AND event_time < ? + INTERVAL '{ESTIMATE_WINDOW}') a
+    JOIN groups g
+      ON a.actor IS NOT DISTINCT FROM g.actor AND a.bucket = g.bucket
+     AND a.object_key IS NOT DISTINCT FROM g.object_key
+     AND time_bucket(INTERVAL '{ESTIMATE_WINDOW}', a.event_time) = g.w
   )
   SELECT m.event_id,
          CASE WHEN row_number() OVER (PARTITION BY m.actor, m.bucket, m.object_key, m.w
@@ -145,19 +152,23 @@ FROM (
     ON o.provider = 'gcp' AND o.bucket = m.bucket AND o.object_key = m.object_key
 ) c
 WHERE e.provider = 'gcp' AND e.event_id = c.event_id
+  AND e.event_time >= ? AND e.event_time < ? + INTERVAL '{ESTIMATE_WINDOW}'
   AND (e.bytes_out IS DISTINCT FROM c.bytes OR e.bytes_estimated <> (c.bytes IS NOT NULL))
 """,
-        [since_load_id],
-    )
-    report = EstimateReport()
-    after = int(store.scalar(f"SELECT count(*) FROM access_events WHERE {_READS} AND "
-                             "bytes_estimated AND bytes_out IS NOT NULL"))  # fmt: skip
-    report.reads_estimated = max(0, after - before)
-    report.reads_unknown_size, report.objects_unknown_size = store.columns_and_rows(
+            [since_load_id, lo, hi, lo, hi],
+        )[1]
+        report.reads_estimated = int(changed[0][0]) if changed else 0
+    report.reads_unknown_size, report.objects_unknown_size = unknown_sizes(store)
+    return report
+
+
+def unknown_sizes(store: Store) -> tuple[int, int]:
+    """Successful GCS reads without a byte count, and the distinct objects they read."""
+    row = store.columns_and_rows(
         "SELECT count(*), count(DISTINCT (bucket, object_key)) FROM access_events"
         f" WHERE {_READS} AND bytes_out IS NULL"
     )[1][0]
-    return report
+    return int(row[0]), int(row[1])
 
 
 # -- inventories and manifests ----------------------------------------------------------------

@@ -13,6 +13,7 @@ a growing directory loads only new files, and duplicate entries across files col
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import os
@@ -33,7 +34,7 @@ from sentinel.store import Store
 
 log = logs.get(__name__)
 
-_BATCH_FILES = 16
+_BATCH_FILES = 64
 EXPORT_FILE = re.compile(
     r"(?:^|/)cloudaudit\.googleapis\.com/(?P<log>[a-z_]+)/(?P<y>\d{4})/(?P<m>\d{2})/(?P<d>\d{2})/"
     r"[^/]+\.json(?:l)?(?:\.gz)?$"
@@ -78,18 +79,25 @@ def make_loader(
     """A ``Loader`` whose every batch also records object sizes and estimates read bytes."""
 
     def after_batch(db: Store, files: list[InputFile]) -> None:
-        load_id = int(db.scalar("SELECT max(load_id) FROM loads"))
-        sized = sizes_from_events(db, load_id)
-        report.object_sizes_from_events += sized
-        estimate = estimate_bytes(db, load_id - 1, refill_unknown=sized > 0)
-        report.estimate.reads_estimated += estimate.reads_estimated
-        report.estimate.reads_unknown_size = estimate.reads_unknown_size
-        report.estimate.objects_unknown_size = estimate.objects_unknown_size
+        load_id = int(db.columns_and_rows("SELECT max(load_id) FROM loads")[1][0][0])
+        report.object_sizes_from_events += sizes_from_events(db, load_id)
         if on_commit:
             on_commit(db, files)
 
     return Loader(store, GcsAuditFormat(buckets), source=source_label, keep_raw=keep_raw,
                   report=report, on_commit=after_batch)  # fmt: skip
+
+
+def last_load_id(store: Store) -> int:
+    return int(store.columns_and_rows("SELECT coalesce(max(load_id), 0) FROM loads")[1][0][0])
+
+
+def finish(store: Store, report: GcsIngestReport, since_load_id: int) -> None:
+    """Estimate bytes of the reads this run loaded, and refill reads whose size was unknown.
+    Runs once per run (not per batch: it rescans the affected groups); idempotent, so a crash
+    before it only delays the estimate to the next run, which refills unknown reads."""
+    with store.transaction():
+        report.estimate = estimate_bytes(store, since_load_id, refill_unknown=True)
 
 
 # -- sink exports -----------------------------------------------------------------------------
@@ -120,27 +128,37 @@ def run_export(
     def commit_cursor(db: Store, files: list[InputFile]) -> None:
         if backfill:
             return
+        newest: dict[str, str] = {}
         for f in files:
             if "day" in f.meta:
-                db.execute(
-                    "INSERT INTO cursors VALUES (?, ?, ?, now()::TIMESTAMP) ON CONFLICT"
-                    " (source, key) DO UPDATE SET value = greatest(cursors.value,"
-                    " excluded.value), updated_at = excluded.updated_at",
-                    [cursor_key, f.meta["log"], f.meta["day"]],
-                )
+                newest[f.meta["log"]] = max(newest.get(f.meta["log"], ""), f.meta["day"])
+        for log_name, day in sorted(newest.items()):
+            db.execute(
+                "INSERT INTO cursors VALUES (?, ?, ?, now()::TIMESTAMP) ON CONFLICT"
+                " (source, key) DO UPDATE SET value = greatest(cursors.value,"
+                " excluded.value), updated_at = excluded.updated_at",
+                [cursor_key, log_name, day],
+            )
 
     loader = make_loader(store, label, buckets, keep_raw, report, commit_cursor)
+    since_load_id = last_load_id(store)
     done = 0
-    with tempfile.TemporaryDirectory(prefix="sentinel-gcs-") as spool:
-        inputs = (_local_input(p, meta, Path(spool)) for p, meta in todo)
-        for batch in batches(inputs, _BATCH_FILES):
-            loader.load(batch)
-            for f in batch:
-                if f.path.parent == Path(spool):
-                    f.path.unlink(missing_ok=True)
-            done += len(batch)
-            if progress:
-                progress(done, len(todo))
+    try:
+        with tempfile.TemporaryDirectory(prefix="sentinel-gcs-") as spool:
+            inputs = (_local_input(p, meta, Path(spool)) for p, meta in todo)
+            for batch in batches(inputs, _BATCH_FILES):
+                loader.load(batch)
+                for f in batch:
+                    if f.path.parent == Path(spool):
+                        f.path.unlink(missing_ok=True)
+                done += len(batch)
+                if progress:
+                    progress(done, len(todo))
+    except BaseException:
+        with contextlib.suppress(Exception):  # keep what committed estimated; re-raise the cause
+            finish(store, report, since_load_id)
+        raise
+    finish(store, report, since_load_id)
     log.info("ingest.done", **report.as_dict())
     return report
 

@@ -13,6 +13,7 @@ nanosecond string) and hides page tokens (needed to resume a window after a 429)
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import tempfile
@@ -27,7 +28,7 @@ from sentinel.config import GcsAuditSource
 from sentinel.errors import AccessDeniedError, SourceError, UsageError
 from sentinel.http import RETRYABLE_STATUS, Backoff, retry_after_seconds
 from sentinel.ingest import InputFile, KeepRaw
-from sentinel.sources.gcs import LOGS, GcsIngestReport, make_loader
+from sentinel.sources.gcs import LOGS, GcsIngestReport, finish, last_load_id, make_loader
 from sentinel.store import Store
 
 log = logs.get(__name__)
@@ -268,14 +269,22 @@ def run_api(
             committed["window_end"] = f.meta["window_end"]
 
     loader = make_loader(store, label, buckets, keep_raw, report, commit_cursor)
-    with tempfile.TemporaryDirectory(prefix="sentinel-gcs-api-") as spool:
-        for i, window in enumerate(windows, start=1):
-            spooled = _fetch_window(pager, source.projects, buckets, window, Path(spool), label)
-            loader.load([spooled])
-            spooled.path.unlink(missing_ok=True)
-            report.windows += 1
-            if progress:
-                progress(i, len(windows))
+    since_load_id = last_load_id(store)
+    try:
+        with tempfile.TemporaryDirectory(prefix="sentinel-gcs-api-") as spool:
+            for i, window in enumerate(windows, start=1):
+                spooled = _fetch_window(pager, source.projects, buckets, window, Path(spool),
+                                        label)  # fmt: skip
+                loader.load([spooled])
+                spooled.path.unlink(missing_ok=True)
+                report.windows += 1
+                if progress:
+                    progress(i, len(windows))
+    except BaseException:
+        with contextlib.suppress(Exception):  # keep what committed estimated; re-raise the cause
+            finish(store, report, since_load_id)
+        raise
+    finish(store, report, since_load_id)
     report.files_listed = report.files_new = len(windows)
     log.info("ingest.done", cursor=committed.get("window_end"), **report.as_dict())
     return report
