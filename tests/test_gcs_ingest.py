@@ -287,3 +287,42 @@ def test_missing_fields_and_bad_timestamps_are_quarantined_per_line(store, tmp_p
     ]
     details = store.query("SELECT detail FROM quarantine ORDER BY record_index")
     assert details[0]["detail"] == "missing_field:insertId"
+
+
+def test_big_files_load_in_parts_with_original_line_numbers(store, tmp_path):  # type: ignore[no-untyped-def]
+    entries = [
+        entry("storage.objects.get", T0 + dt.timedelta(seconds=i), f"p{i}") for i in range(40)
+    ]
+    root = tmp_path / "sink"
+    path = export_path(root, "data_access", dt.datetime(2025, 3, 1, 10))
+    write_ndjson(path, entries[:30], extra_lines=("{broken",))
+    with path.open("a") as handle:
+        handle.writelines(json.dumps(e) + "\n" for e in entries[30:])
+    gz = export_path(root, "data_access", dt.datetime(2025, 3, 1, 11))
+    gz = gz.with_name(gz.name + ".gz")
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    part_bytes = 4 * len(json.dumps(entries[0]))  # about 4 lines per part
+    report = run_export(store, GcsAuditSource(), root, keep_raw="none", part_bytes=part_bytes)
+    assert (report.events_loaded, report.events_duplicate) == (40, 40)
+    assert (report.records_quarantined, report.files_loaded) == (2, 2)
+    lines = store.query("SELECT DISTINCT uri, record_index FROM quarantine ORDER BY uri")
+    assert [(q["uri"].split("#")[0], q["record_index"]) for q in lines] == [
+        (str(path), 31),
+        (str(gz), 31),
+    ]
+    rows = store.query(
+        "SELECT source_uri, source_index FROM access_events WHERE event_id LIKE '%|p35'"
+    )
+    assert rows[0]["source_index"] == 37 and "#part=" in rows[0]["source_uri"]
+    registered = {r["uri"] for r in store.query("SELECT uri FROM source_files")}
+    assert {str(path), str(gz)} <= registered
+    assert (
+        run_export(store, GcsAuditSource(), root, keep_raw="none", part_bytes=part_bytes).files_new
+        == 0
+    )
+    # A crash before the last part committed: only the missing part is read again.
+    store.execute("DELETE FROM access_events WHERE source_uri = ?", [str(path)])
+    store.execute("DELETE FROM source_files WHERE uri = ?", [str(path)])
+    again = run_export(store, GcsAuditSource(), path, keep_raw="none", part_bytes=part_bytes)
+    assert (again.files_loaded, again.events_duplicate) == (1, 0) and again.events_loaded > 0
+    assert store.scalar("SELECT count(*) FROM access_events") == 40

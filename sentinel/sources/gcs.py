@@ -20,14 +20,16 @@ import os
 import re
 import shutil
 import tempfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from sentinel import logs
 from sentinel.config import GcsAuditSource
 from sentinel.errors import SourceError
-from sentinel.ingest import IngestReport, InputFile, KeepRaw, Loader, batches, new_uris
+from sentinel.ingest import IngestReport, InputFile, KeepRaw, Loader, new_uris
 from sentinel.objects import EstimateReport, estimate_bytes, sizes_from_events
 from sentinel.sources.gcs_sql import GcsAuditFormat
 from sentinel.store import Store
@@ -35,6 +37,10 @@ from sentinel.store import Store
 log = logs.get(__name__)
 
 _BATCH_FILES = 64
+# DuckDB holds each file's text whole while splitting it into lines (about 6x its size in
+# memory): big files are split into parts, and a batch stops at _BATCH_BYTES.
+PART_BYTES = 32 * 1024 * 1024
+_BATCH_BYTES = 64 * 1024 * 1024
 EXPORT_FILE = re.compile(
     r"(?:^|/)cloudaudit\.googleapis\.com/(?P<log>[a-z_]+)/(?P<y>\d{4})/(?P<m>\d{2})/(?P<d>\d{2})/"
     r"[^/]+\.json(?:l)?(?:\.gz)?$"
@@ -111,6 +117,7 @@ def run_export(
     since: dt.date | None = None,
     until: dt.date | None = None,
     progress: Callable[[int, int], None] | None = None,
+    part_bytes: int = PART_BYTES,
 ) -> GcsIngestReport:
     """Load new files of a sink export directory (or one NDJSON file)."""
     root = path.resolve()
@@ -145,13 +152,20 @@ def run_export(
     done = 0
     try:
         with tempfile.TemporaryDirectory(prefix="sentinel-gcs-") as spool:
-            inputs = (_local_input(p, meta, Path(spool)) for p, meta in todo)
-            for batch in batches(inputs, _BATCH_FILES):
+            inputs = (
+                f
+                for p, meta in todo
+                for f in _local_inputs(store, p, meta, Path(spool), part_bytes)
+                if f.uri
+            )
+            for batch in _batches(inputs):
                 loader.load(batch)
                 for f in batch:
                     if f.path.parent == Path(spool):
                         f.path.unlink(missing_ok=True)
-                done += len(batch)
+                parts = sum(1 for f in batch if "#part=" in f.uri)
+                report.files_loaded -= parts  # count files, not the parts they were split into
+                done += len(batch) - parts
                 if progress:
                     progress(done, len(todo))
     except BaseException:
@@ -161,6 +175,23 @@ def run_export(
     finish(store, report, since_load_id)
     log.info("ingest.done", **report.as_dict())
     return report
+
+
+class _Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
+
+def _batches(inputs: Iterator[InputFile]) -> Iterator[list[InputFile]]:
+    batch: list[InputFile] = []
+    size = 0
+    for f in inputs:
+        if batch and (len(batch) >= _BATCH_FILES or size + f.size > _BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(f)
+        size += f.size
+    if batch:
+        yield batch
 
 
 def _list_export(
@@ -201,22 +232,77 @@ def _list_export(
             yield full, {"log": match["log"], "day": day.isoformat()}
 
 
-def _local_input(path: Path, meta: dict[str, str], spool: Path) -> InputFile:
-    """Gzipped exports are inflated into the spool: DuckDB reads the lines as plain text."""
+def _local_inputs(
+    store: Store, path: Path, meta: dict[str, str], spool: Path, part_bytes: int
+) -> Iterator[InputFile]:
+    """The file as DuckDB will read it: plain files up to ``part_bytes`` as they are; bigger or
+    gzipped ones inflated and split at line boundaries into spool parts (a sink file can reach
+    3.5 GiB, and DuckDB holds a read text whole). Parts are ``<path>#part=<n>`` except the last,
+    which carries the plain path, so a file counts as loaded only once all its parts are; a
+    re-run after a crash skips the parts already committed. ``line_offset`` keeps
+    ``source_index`` the line number in the original file."""
     with path.open("rb") as handle:
         gzipped = handle.read(2) == b"\x1f\x8b"
-    readable = path
-    if gzipped:
-        inflated = spool / f"{abs(hash(str(path))):x}-{path.name}.ndjson"
-        try:
-            with gzip.open(path, "rb") as src, inflated.open("wb") as dst:
-                shutil.copyfileobj(src, dst, 1024 * 1024)
-            readable = inflated
-        except (OSError, EOFError):
-            # Corrupt gzip: hand DuckDB the compressed bytes under a name it will not inflate;
-            # it refuses them as text and the loader quarantines the whole file.
-            readable = spool / f"{abs(hash(str(path))):x}-{path.name}.corrupt-gzip"
-            shutil.copyfile(path, readable)
-            inflated.unlink(missing_ok=True)
-    return InputFile(uri=str(path), path=readable, size=path.stat().st_size,
-                     compression="none", meta=meta)  # fmt: skip
+    if not gzipped and path.stat().st_size <= part_bytes:
+        yield InputFile(uri=str(path), path=path, size=path.stat().st_size, compression="none",
+                        meta=meta)  # fmt: skip
+        return
+    stem = f"{abs(hash(str(path))):x}-{path.name}"
+    opener = gzip.open if gzipped else open
+    pending: tuple[Path, int] | None = None
+    number = 0
+    try:
+        with opener(path, "rb") as stream:
+            for part in _split(stream, spool / stem, part_bytes):
+                if pending:
+                    number += 1
+                    yield _part(store, path, meta, pending, f"{path}#part={number}")
+                pending = part
+    except (OSError, EOFError, zlib.error):
+        # Corrupt gzip: what inflated so far loads; the rest goes to DuckDB as the compressed
+        # bytes under a name it will not inflate, which it refuses as text, so the loader
+        # quarantines the file as unreadable.
+        if pending:
+            number += 1
+            yield _part(store, path, meta, pending, f"{path}#part={number}")
+        bad = spool / f"{stem}.corrupt-gzip"
+        shutil.copyfile(path, bad)
+        pending = (bad, 0)
+    if pending:
+        yield _part(store, path, meta, pending, str(path))
+
+
+def _part(
+    store: Store, path: Path, meta: dict[str, str], part: tuple[Path, int], uri: str
+) -> InputFile:
+    spooled, offset = part
+    if uri != str(path) and not new_uris(store, [uri]):
+        spooled.unlink(missing_ok=True)
+        return InputFile(uri="", path=spooled, size=0, compression="none")  # already loaded
+    return InputFile(uri=uri, path=spooled, size=spooled.stat().st_size, compression="none",
+                     meta={**meta, "line_offset": str(offset)})  # fmt: skip
+
+
+def _split(stream: _Readable, prefix: Path, part_bytes: int) -> Iterator[tuple[Path, int]]:
+    """Write ``stream`` to ``prefix.<n>`` files of about ``part_bytes``, cut after a newline;
+    yields each part with the number of lines before it."""
+    carry = b""
+    lines_before = 0
+    number = 0
+    while True:
+        chunk = stream.read(part_bytes)
+        data = carry + chunk
+        cut = len(data) if not chunk else data.rfind(b"\n") + 1
+        if cut == 0 and chunk:
+            carry = data  # one line longer than a part: keep reading
+            continue
+        if not data:
+            return
+        number += 1
+        target = prefix.with_name(f"{prefix.name}.{number}")
+        target.write_bytes(data[:cut])
+        yield target, lines_before
+        lines_before += data.count(b"\n", 0, cut)
+        carry = data[cut:]
+        if not chunk:
+            return

@@ -71,6 +71,10 @@ class GcsAuditFormat:
 
     def stage_query(self, files_view: str, files: Sequence[InputFile]) -> str:
         paths = ", ".join(_quote(str(f.path)) for f in files)
+        # A part of a split file numbers its lines from the part's first line in the original.
+        offsets = ", ".join(
+            f"({_quote(str(f.path))}, {int(f.meta.get('line_offset', '0'))})" for f in files
+        )
         fields = ",\n    ".join(f"v[{i + 1}] AS {alias}" for i, (alias, _) in enumerate(_PATHS))
         path_list = _list([p for _, p in _PATHS])
         codes = " ".join(f"WHEN '{code}' THEN '{name}'" for code, name in RPC_CODES.items())
@@ -80,10 +84,15 @@ class GcsAuditFormat:
         )
         return f"""
 WITH texts AS (SELECT filename, string_split(content, chr(10)) AS lines FROM read_text([{paths}])),
-numbered AS (
+offsets(filename, line_offset) AS (VALUES {offsets}),
+split AS (
   SELECT filename, rtrim(unnest(lines), chr(13)) AS line,
-         generate_subscripts(lines, 1) AS source_index
+         generate_subscripts(lines, 1) AS line_no
   FROM texts
+),
+numbered AS (
+  SELECT s.filename, s.line, s.line_no + coalesce(o.line_offset, 0) AS source_index
+  FROM split s LEFT JOIN offsets o ON o.filename = s.filename
 ),
 x AS (
   SELECT b.uri AS source_uri, n.line AS record, n.source_index, json_valid(n.line) AS valid,
