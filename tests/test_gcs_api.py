@@ -74,7 +74,7 @@ def test_windows_pages_empty_pages_and_retries(store, server):  # type: ignore[n
     server.state.max_page = 3
     server.state.empty_pages = 1
     server.state.faults = [429, 503, 500]
-    report = _run(store, server)
+    report = _run(store, server, part_bytes=3000)  # a window's spool loads in several parts
     # now 13:07, lag 5 min: closed windows 10-11, 11-12, 12-13; 13:01 waits for the next run.
     assert report.windows == 3 and report.events_loaded == 9
     assert report.api_retries == 3
@@ -102,6 +102,9 @@ def test_windows_pages_empty_pages_and_retries(store, server):  # type: ignore[n
     )
     cursor = store.scalar("SELECT max(value) FROM cursors WHERE key = 'window_end'")
     assert cursor == "2025-03-01T13:00:00Z"
+    parts = store.query("SELECT uri FROM source_files WHERE uri LIKE '%#part=%'")
+    assert parts and all(p["uri"].startswith("logging-api://acme-ml-prod/") for p in parts)
+    assert report.files_loaded == 3  # windows, not parts
 
 
 def test_next_run_rereads_previous_window_for_late_entries(store, server):  # type: ignore[no-untyped-def]

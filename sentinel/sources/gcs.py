@@ -155,10 +155,10 @@ def run_export(
             inputs = (
                 f
                 for p, meta in todo
-                for f in _local_inputs(store, p, meta, Path(spool), part_bytes)
+                for f in local_inputs(store, p, meta, Path(spool), part_bytes)
                 if f.uri
             )
-            for batch in _batches(inputs):
+            for batch in input_batches(inputs):
                 loader.load(batch)
                 for f in batch:
                     if f.path.parent == Path(spool):
@@ -181,7 +181,7 @@ class _Readable(Protocol):
     def read(self, size: int, /) -> bytes: ...
 
 
-def _batches(inputs: Iterator[InputFile]) -> Iterator[list[InputFile]]:
+def input_batches(inputs: Iterator[InputFile]) -> Iterator[list[InputFile]]:
     batch: list[InputFile] = []
     size = 0
     for f in inputs:
@@ -232,19 +232,25 @@ def _list_export(
             yield full, {"log": match["log"], "day": day.isoformat()}
 
 
-def _local_inputs(
-    store: Store, path: Path, meta: dict[str, str], spool: Path, part_bytes: int
+def local_inputs(
+    store: Store,
+    path: Path,
+    meta: dict[str, str],
+    spool: Path,
+    part_bytes: int = PART_BYTES,
+    uri: str | None = None,
 ) -> Iterator[InputFile]:
     """The file as DuckDB will read it: plain files up to ``part_bytes`` as they are; bigger or
     gzipped ones inflated and split at line boundaries into spool parts (a sink file can reach
     3.5 GiB, and DuckDB holds a read text whole). Parts are ``<path>#part=<n>`` except the last,
     which carries the plain path, so a file counts as loaded only once all its parts are; a
     re-run after a crash skips the parts already committed. ``line_offset`` keeps
-    ``source_index`` the line number in the original file."""
+    ``source_index`` the line number in the original file. ``uri`` defaults to the path."""
+    uri = uri or str(path)
     with path.open("rb") as handle:
         gzipped = handle.read(2) == b"\x1f\x8b"
     if not gzipped and path.stat().st_size <= part_bytes:
-        yield InputFile(uri=str(path), path=path, size=path.stat().st_size, compression="none",
+        yield InputFile(uri=uri, path=path, size=path.stat().st_size, compression="none",
                         meta=meta)  # fmt: skip
         return
     stem = f"{abs(hash(str(path))):x}-{path.name}"
@@ -256,7 +262,7 @@ def _local_inputs(
             for part in _split(stream, spool / stem, part_bytes):
                 if pending:
                     number += 1
-                    yield _part(store, path, meta, pending, f"{path}#part={number}")
+                    yield _part(store, meta, pending, f"{uri}#part={number}", final=False)
                 pending = part
     except (OSError, EOFError, zlib.error):
         # Corrupt gzip: what inflated so far loads; the rest goes to DuckDB as the compressed
@@ -264,19 +270,19 @@ def _local_inputs(
         # quarantines the file as unreadable.
         if pending:
             number += 1
-            yield _part(store, path, meta, pending, f"{path}#part={number}")
+            yield _part(store, meta, pending, f"{uri}#part={number}", final=False)
         bad = spool / f"{stem}.corrupt-gzip"
         shutil.copyfile(path, bad)
         pending = (bad, 0)
     if pending:
-        yield _part(store, path, meta, pending, str(path))
+        yield _part(store, meta, pending, uri, final=True)
 
 
 def _part(
-    store: Store, path: Path, meta: dict[str, str], part: tuple[Path, int], uri: str
+    store: Store, meta: dict[str, str], part: tuple[Path, int], uri: str, *, final: bool
 ) -> InputFile:
     spooled, offset = part
-    if uri != str(path) and not new_uris(store, [uri]):
+    if not final and not new_uris(store, [uri]):
         spooled.unlink(missing_ok=True)
         return InputFile(uri="", path=spooled, size=0, compression="none")  # already loaded
     return InputFile(uri=uri, path=spooled, size=spooled.stat().st_size, compression="none",

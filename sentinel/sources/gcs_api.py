@@ -28,7 +28,16 @@ from sentinel.config import GcsAuditSource
 from sentinel.errors import AccessDeniedError, SourceError, UsageError
 from sentinel.http import RETRYABLE_STATUS, Backoff, retry_after_seconds
 from sentinel.ingest import InputFile, KeepRaw
-from sentinel.sources.gcs import LOGS, GcsIngestReport, finish, last_load_id, make_loader
+from sentinel.sources.gcs import (
+    LOGS,
+    PART_BYTES,
+    GcsIngestReport,
+    finish,
+    input_batches,
+    last_load_id,
+    local_inputs,
+    make_loader,
+)
 from sentinel.store import Store
 
 log = logs.get(__name__)
@@ -228,6 +237,7 @@ def run_api(
     backoff: Backoff = DEFAULT_BACKOFF,
     sleep: Callable[[float], None] = time.sleep,
     progress: Callable[[int, int], None] | None = None,
+    part_bytes: int = PART_BYTES,
 ) -> GcsIngestReport:
     """Read closed windows of one ``[[sources.gcs_audit]]`` from the API; returns the report."""
     if not source.projects:
@@ -260,6 +270,8 @@ def run_api(
         if backfill:
             return
         for f in files:
+            if "#part=" in f.uri:
+                continue  # the window is loaded once its last part is
             db.execute(
                 "INSERT INTO cursors VALUES (?, 'window_end', ?, now()::TIMESTAMP) ON CONFLICT"
                 " (source, key) DO UPDATE SET value = greatest(cursors.value, excluded.value),"
@@ -275,8 +287,14 @@ def run_api(
             for i, window in enumerate(windows, start=1):
                 spooled = _fetch_window(pager, source.projects, buckets, window, Path(spool),
                                         label)  # fmt: skip
-                loader.load([spooled])
-                spooled.path.unlink(missing_ok=True)
+                # A busy window can spool gigabytes: load it in line-aligned parts.
+                parts = local_inputs(store, spooled.path, spooled.meta, Path(spool),
+                                     part_bytes, uri=spooled.uri)  # fmt: skip
+                for batch in input_batches(parts):
+                    loader.load(batch)
+                    report.files_loaded -= sum(1 for f in batch if "#part=" in f.uri)
+                    for f in batch:
+                        f.path.unlink(missing_ok=True)
                 report.windows += 1
                 if progress:
                     progress(i, len(windows))
