@@ -213,3 +213,23 @@ def test_cli_reads_the_api_with_config(cli, tmp_path: Path, server: LoggingServe
     assert report["source"] == "prod" and report["events_loaded"] == 1
     assert report["reads_unknown_size"] == 1
     assert f'resource.labels.bucket_name=("{BUCKET}")' in server.filters()[0]
+
+
+def test_unreachable_endpoint_is_a_transient_source_error(store) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    source = GcsAuditSource(
+        projects=(PROJECT,),
+        api_endpoint=f"http://127.0.0.1:{port}",
+        credentials="anonymous",
+        requests_per_minute=0,
+        start="2025-03-01T10:00:00Z",
+    )
+    waits: list[float] = []
+    with pytest.raises(SourceError) as caught:
+        gcs_api.run_api(store, source, keep_raw="all", now=NOW, backoff=FAST, sleep=waits.append)
+    assert caught.value.transient and len(waits) == FAST.max_attempts - 1
+    assert store.scalar("SELECT count(*) FROM cursors") == 0
