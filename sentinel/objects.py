@@ -162,6 +162,34 @@ WHERE e.provider = 'gcp' AND e.event_id = c.event_id
     return report
 
 
+_CURSOR = ("objects", "estimated_through_load")
+
+
+def estimate_pending(store: Store, *, sizes_changed: bool = False) -> EstimateReport:
+    """Estimate every load not estimated yet (a cursor in ``cursors`` records the newest load
+    done, committed with the estimates), and refill reads of unknown size when object sizes
+    may have changed since: ``sizes_changed``, or a pending load carried create sizes. Call it
+    after each ingest run; a crash before it leaves the work for the next call."""
+    with store.transaction():
+        since = int(store.columns_and_rows(
+            "SELECT coalesce(max(value::BIGINT), 0) FROM cursors WHERE source = ? AND key = ?",
+            list(_CURSOR),
+        )[1][0][0])  # fmt: skip
+        newest = int(store.columns_and_rows("SELECT coalesce(max(load_id), 0) FROM loads")[1][0][0])
+        if not sizes_changed:
+            sizes_changed = bool(store.columns_and_rows(
+                "SELECT count(*) FROM access_events WHERE load_id > ? AND provider = 'gcp'"
+                " AND bytes_in IS NOT NULL", [since],
+            )[1][0][0])  # fmt: skip
+        report = estimate_bytes(store, since, refill_unknown=sizes_changed)
+        store.execute(
+            "INSERT INTO cursors VALUES (?, ?, ?, now()::TIMESTAMP) ON CONFLICT (source, key)"
+            " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+            [*_CURSOR, str(newest)],
+        )
+    return report
+
+
 def unknown_sizes(store: Store) -> tuple[int, int]:
     """Successful GCS reads without a byte count, and the distinct objects they read."""
     row = store.columns_and_rows(
@@ -210,8 +238,7 @@ def load_inventory(
             store.scalar("SELECT count(*) FROM _inventory WHERE size IS NULL")
         )
         report.objects_upserted = _count_upserts(store)
-        newest = int(store.scalar("SELECT coalesce(max(load_id), 0) FROM access_events"))
-        report.estimate = estimate_bytes(store, newest, refill_unknown=True)
+        report.estimate = estimate_pending(store, sizes_changed=True)
         store.execute("DROP TABLE _inventory")
     log.info("objects.loaded", **report.as_dict())
     return report

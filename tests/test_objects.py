@@ -194,3 +194,20 @@ def test_ingest_objects_cli(cli, tmp_path):  # type: ignore[no-untyped-def]
     bad.write_text("a,b\n1,2\n")
     failed = cli("--db", str(db), "ingest", "objects", "--path", str(bad))
     assert failed.exit_code == 1 and "needs columns bucket" in failed.stderr
+
+
+def test_estimates_missed_by_a_crash_are_made_by_the_next_run(store, tmp_path):  # type: ignore[no-untyped-def]
+    store.execute(
+        "INSERT INTO objects VALUES ('gcp', ?, ?, 100, NULL, 'test', TIMESTAMP '2025-01-01')",
+        [BUCKET, SHARD],
+    )
+    _load(store, tmp_path, "1.jsonl", _reads(SHARD, T0, 3, "a"))
+    # The state a crash between the load's commit and the estimate leaves behind.
+    store.execute("UPDATE access_events SET bytes_out = NULL, bytes_estimated = false")
+    store.execute("DELETE FROM cursors WHERE source = 'objects'")
+    report = _load(store, tmp_path, "2.jsonl", _reads(OTHER, T0, 1, "b"))
+    assert report.estimate.reads_estimated == 3  # the missed group; OTHER's size is unknown
+    assert _bytes(store)[HYDRATOR]["bytes"] == 100
+    assert store.scalar("SELECT max(value) FROM cursors WHERE source = 'objects'") == str(
+        store.scalar("SELECT max(load_id) FROM loads")
+    )

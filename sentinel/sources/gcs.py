@@ -30,7 +30,7 @@ from sentinel import logs
 from sentinel.config import GcsAuditSource
 from sentinel.errors import SourceError
 from sentinel.ingest import IngestReport, InputFile, KeepRaw, Loader, new_uris
-from sentinel.objects import EstimateReport, estimate_bytes, sizes_from_events
+from sentinel.objects import EstimateReport, estimate_pending, sizes_from_events
 from sentinel.sources.gcs_sql import GcsAuditFormat
 from sentinel.store import Store
 
@@ -94,16 +94,10 @@ def make_loader(
                   report=report, on_commit=after_batch)  # fmt: skip
 
 
-def last_load_id(store: Store) -> int:
-    return int(store.columns_and_rows("SELECT coalesce(max(load_id), 0) FROM loads")[1][0][0])
-
-
-def finish(store: Store, report: GcsIngestReport, since_load_id: int) -> None:
-    """Estimate bytes of the reads this run loaded, and refill reads whose size was unknown.
-    Runs once per run (not per batch: it rescans the affected groups); idempotent, so a crash
-    before it only delays the estimate to the next run, which refills unknown reads."""
-    with store.transaction():
-        report.estimate = estimate_bytes(store, since_load_id, refill_unknown=True)
+def finish(store: Store, report: GcsIngestReport) -> None:
+    """Estimate bytes of the reads loaded since the last estimate (once per run, not per batch:
+    it rescans the affected groups), refilling unknown sizes if this run learned sizes."""
+    report.estimate = estimate_pending(store)
 
 
 # -- sink exports -----------------------------------------------------------------------------
@@ -148,7 +142,6 @@ def run_export(
             )
 
     loader = make_loader(store, label, buckets, keep_raw, report, commit_cursor)
-    since_load_id = last_load_id(store)
     done = 0
     try:
         with tempfile.TemporaryDirectory(prefix="sentinel-gcs-") as spool:
@@ -170,9 +163,9 @@ def run_export(
                     progress(done, len(todo))
     except BaseException:
         with contextlib.suppress(Exception):  # keep what committed estimated; re-raise the cause
-            finish(store, report, since_load_id)
+            finish(store, report)
         raise
-    finish(store, report, since_load_id)
+    finish(store, report)
     log.info("ingest.done", **report.as_dict())
     return report
 

@@ -34,7 +34,6 @@ from sentinel.sources.gcs import (
     GcsIngestReport,
     finish,
     input_batches,
-    last_load_id,
     local_inputs,
     make_loader,
 )
@@ -281,7 +280,6 @@ def run_api(
             committed["window_end"] = f.meta["window_end"]
 
     loader = make_loader(store, label, buckets, keep_raw, report, commit_cursor)
-    since_load_id = last_load_id(store)
     try:
         with tempfile.TemporaryDirectory(prefix="sentinel-gcs-api-") as spool:
             for i, window in enumerate(windows, start=1):
@@ -300,9 +298,9 @@ def run_api(
                     progress(i, len(windows))
     except BaseException:
         with contextlib.suppress(Exception):  # keep what committed estimated; re-raise the cause
-            finish(store, report, since_load_id)
+            finish(store, report)
         raise
-    finish(store, report, since_load_id)
+    finish(store, report)
     report.files_listed = report.files_new = len(windows)
     log.info("ingest.done", cursor=committed.get("window_end"), **report.as_dict())
     return report
