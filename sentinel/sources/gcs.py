@@ -1,9 +1,9 @@
 """GCS audit logs, from a Log Router sink export (a directory or file of LogEntry JSON lines) or
 from the Cloud Logging API (``gcs_api``), loaded into ``access_events``.
 
-Both paths hand local NDJSON files to the same ``Loader`` with ``GcsAuditFormat``; after each
-batch, inside its transaction, object sizes from ``storage.objects.create`` responses go to
-``objects`` and the batch's reads get their estimated ``bytes_out`` (``sentinel.objects``).
+Both paths hand local NDJSON files to the same ``Loader`` with ``GcsAuditFormat``. Inside each
+batch's transaction, object sizes from ``storage.objects.create`` responses go to ``objects``;
+after the run, the new reads get their estimated ``bytes_out`` (``sentinel.objects``).
 
 Sink exports are laid out as ``cloudaudit.googleapis.com/{data_access,activity}/YYYY/MM/DD/
 <HH:MM:SS>_<HH:MM:SS>_S<n>.json``; every file is read once (``source_files``), so re-running over
@@ -82,7 +82,7 @@ def make_loader(
     report: GcsIngestReport,
     on_commit: Callable[[Store, list[InputFile]], None] | None = None,
 ) -> Loader:
-    """A ``Loader`` whose every batch also records object sizes and estimates read bytes."""
+    """A ``Loader`` whose every batch also records the object sizes its creates reveal."""
 
     def after_batch(db: Store, files: list[InputFile]) -> None:
         load_id = int(db.columns_and_rows("SELECT max(load_id) FROM loads")[1][0][0])
