@@ -77,6 +77,8 @@ class GcsAuditSource:
     buckets: tuple[str, ...] = ()
     path: str = ""
     api_endpoint: str = ""
+    credentials: Literal["default", "anonymous"] = "default"
+    requests_per_minute: int = 60
     lag_minutes: int = 5
     window_minutes: int = 60
     start: str = ""

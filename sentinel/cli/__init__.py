@@ -15,6 +15,7 @@ from sentinel.cli import (
     detect,  # noqa: F401
     event,  # noqa: F401
     ingest,  # noqa: F401
+    ingest_gcs,  # noqa: F401
     jobs,  # noqa: F401
     scan,  # noqa: F401
     sql,  # noqa: F401
