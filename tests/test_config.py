@@ -116,7 +116,7 @@ def _documented(text: str) -> set[str]:
         if header:
             table = header.group(1) + "."
             continue
-        key = re.match(r"^\s*#?\s*([a-z_]+)\s*=", line)
+        key = re.match(r"^\s*#?\s*([a-z0-9_]+)\s*=", line)
         if key:
             found.add(table + key.group(1))
     return found

@@ -148,7 +148,13 @@ def findings(
 
 
 def _status_command(name: str, status: str, verb: str) -> None:
-    @findings.command(name, help=f"{verb} findings by id, recording who, when and why.")
+    help_text = (
+        f"{verb} findings by id, recording who, when and why in finding_history; the change is"
+        " delivered to the SIEM like any other.\n\n\b\nExample:\n"
+        f"  sentinel findings {name} f_0c9925f7a1b2c3d4e5f60718 --reason 'ticket SEC-42'"
+    )
+
+    @findings.command(name, help=help_text)
     @click.argument("finding_ids", nargs=-1, required=True, metavar="ID...")
     @click.option("--reason", required=True, help="Why (kept in finding_history).")
     @click.option("--by", default=None, help="Who (default: the current user).")
