@@ -51,7 +51,8 @@ def emit_reports(reports: list[IngestReport], fmt: Format) -> int:
             ignored = row.pop("files_ignored_by_reason")
             click.echo(
                 f"{row['source']}: {row['events_loaded']} events from {row['files_loaded']} files"
-                f" ({row['events_duplicate']} duplicates, {row['records_skipped']} records of other services skipped,"
+                f" ({row['events_duplicate']} duplicates,"
+                f" {row['records_skipped']} records of other services skipped,"
                 f" {row['records_quarantined']} records and {row['files_quarantined']} files"
                 f" quarantined, {row['files_ignored']} files ignored"
                 + (f": {ignored}" if ignored else "")
