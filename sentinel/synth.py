@@ -27,6 +27,7 @@ REGION = "us-east-1"
 WEIGHTS = "acme-weights-prod"
 CHECKPOINTS = "acme-ckpt-prod"
 STAGING = "acme-weights-staging"
+CACHE = "acme-inference-cache"
 VPCE = "vpce-0a1b2c3d4e5f60718"
 SHARD_BYTES = 4_984_292_344
 PART_BYTES = 64 * 1024 * 1024
@@ -60,6 +61,7 @@ class Scenario:
     late_file_share: float = 0.02
     incidents: bool = False
     noise_files: bool = True
+    promotions: int = 0
     _rng: random.Random = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -229,34 +231,37 @@ def generate_records(sc: Scenario) -> Iterator[dict[str, Any]]:
 def _background_hour(
     f: _Factory, rng: random.Random, sc: Scenario, hour: dt.datetime
 ) -> Iterator[dict[str, Any]]:
+    """Routine traffic: only hydrators read weights; teams read their serving cache; the trainer
+    writes checkpoints; the release pipeline copies promoted checkpoints."""
     n = max(1, int(rng.gauss(sc.events_per_hour, sc.events_per_hour * 0.1)))
     for _ in range(n):
         t = hour + dt.timedelta(seconds=rng.randrange(3600))
         pick = rng.random()
-        if pick < 0.30:
+        if pick < 0.25:
             model = rng.choice(MODELS["team-a"])
             yield f.s3(
                 t,
-                TEAM_A,
-                "svc",
+                HYDRATOR,
+                f"pod-{rng.randrange(40)}",
                 "GetObject",
                 WEIGHTS,
                 f"models/team-a/{model}/config.json",
                 bytes_out=rng.randrange(800, 4000),
                 vpce=VPCE,
             )
-        elif pick < 0.45:
+        elif pick < 0.40:
+            team, actor = rng.choice([("team-a", TEAM_A), ("team-b", TEAM_B)])
             yield f.s3(
                 t,
-                TEAM_B,
+                actor,
                 "svc",
                 "GetObject",
-                WEIGHTS,
-                "models/team-b/vision-xl/config.json",
-                bytes_out=rng.randrange(800, 4000),
+                CACHE,
+                f"{team}/kv/{rng.randrange(10**6)}",
+                bytes_out=rng.randrange(10**4, 10**6),
                 vpce=VPCE,
             )
-        elif pick < 0.65:
+        elif pick < 0.60:
             model = rng.choice(MODELS["team-a"])
             yield f.s3(
                 t,
@@ -267,7 +272,7 @@ def _background_hour(
                 f"models/team-a/{model}/model-00001-of-00030.safetensors",
                 vpce=VPCE,
             )
-        elif pick < 0.80:
+        elif pick < 0.75:
             step = int((t - sc.start).total_seconds() // 3600) * 100
             yield f.s3(
                 t,
@@ -278,27 +283,39 @@ def _background_hour(
                 f"runs/llm-70b/step-{step:07d}/shard-{rng.randrange(8)}.safetensors",
                 bytes_in=rng.randrange(10**8, 10**9),
             )
+        elif pick < 0.80 and t < sc.start + dt.timedelta(days=sc.days * 2 // 3):
+            # Staging uploads stop logging two thirds in: a watched bucket that goes silent.
+            yield f.s3(
+                t,
+                TRAINER,
+                "stage",
+                "PutObject",
+                STAGING,
+                f"candidates/{rng.randrange(10**6)}.safetensors",
+                bytes_in=10**8,
+            )
         elif pick < 0.88:
             yield f.s3(
                 t,
-                TEAM_A,
-                "svc",
+                HYDRATOR,
+                f"pod-{rng.randrange(40)}",
                 "ListObjectsV2",
                 WEIGHTS,
                 None,
                 vpce=VPCE,
                 extra_params={"list-type": "2", "prefix": "models/team-a/"},
             )
-        elif pick < 0.97:
+        elif pick < 0.98:
             yield f.other_service(t)
         else:
+            sc.promotions += 1
             yield f.s3(
                 t,
                 PROMOTER,
                 "promote",
                 "CopyObject",
                 CHECKPOINTS,
-                f"promoted/llm-70b/v{rng.randrange(1, 9)}/model.safetensors",
+                f"promoted/llm-70b/r{sc.promotions:05d}/model.safetensors",
                 bytes_out=312,
                 extra_params={"x-amz-copy-source": _run_key(rng.randrange(10**6))},
             )
@@ -381,6 +398,20 @@ def incident_records(f: _Factory, t: dt.datetime) -> Iterator[dict[str, Any]]:
         bytes_out=PART_BYTES,
         ip="192.0.2.77",
     )
+    # A hydrator pod pulls whole shards of every model within an hour: far above its baseline.
+    for model in MODELS["team-a"]:
+        for shard in range(1, 31):
+            key = f"models/team-a/{model}/model-{shard:05d}-of-00030.safetensors"
+            yield f.s3(
+                t + 40 * step + shard * step / 10,
+                HYDRATOR,
+                "pod-7",
+                "GetObject",
+                WEIGHTS,
+                key,
+                bytes_out=SHARD_BYTES,
+                vpce=VPCE,
+            )
     # A promoted checkpoint deleted, and its bucket's lifecycle weakened.
     yield f.s3(
         t + 30 * step,

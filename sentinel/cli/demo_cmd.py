@@ -7,7 +7,15 @@ from pathlib import Path
 import click
 
 from sentinel import demo
-from sentinel.cli.app import AppContext, emit_records, exit_code, output_options, pass_app, root
+from sentinel.cli.app import (
+    AppContext,
+    emit,
+    emit_records,
+    exit_code,
+    output_options,
+    pass_app,
+    root,
+)
 from sentinel.output import Format
 
 
@@ -44,37 +52,42 @@ def demo_command(app: AppContext, directory: str, days: int, seed: int, fmt: For
                 {
                     "directory": str(result.directory),
                     **result.generated,
-                    **result.ingest.as_dict(),
+                    "ingest": [r.as_dict() for r in result.ingest],
                     **s,
                 }
             ],
             fmt,
         )
-        return exit_code(partial=result.ingest.partial)
+        return exit_code(partial=result.partial)
+    g = result.generated
     click.echo(
-        f"Generated {result.generated['records']:,} CloudTrail records in "
-        f"{result.generated['files']:,} files under {result.directory / 'trail'}"
+        f"Generated {g['records']:,} CloudTrail records in {g['files']:,} files and "
+        f"{g['gcs_entries']:,} GCS audit entries in {g['gcs_files']:,} sink files "
+        f"under {result.directory}"
     )
-    r = result.ingest
+    for r in result.ingest:
+        click.echo(
+            f"Loaded {r.events_loaded:,} events from {r.source} "
+            f"({r.records_skipped:,} records of other services skipped, "
+            f"{r.files_quarantined + r.records_quarantined} quarantined) in {r.seconds:.1f}s"
+        )
+    by_provider = ", ".join(f"{k} {v:,}" for k, v in s["events_by_provider"].items())
+    click.echo(f"Events from {s['first_event']} to {s['last_event']} UTC: {by_provider}")
+    counts = ", ".join(f"{v} {k}" for k, v in s["findings_by_severity"].items())
     click.echo(
-        f"Loaded {r.events_loaded:,} S3 events ({r.records_skipped:,} other-service records "
-        f"skipped, {r.files_quarantined + r.records_quarantined} quarantined) in {r.seconds:.1f}s"
+        f"\nFindings: {counts} ({s['suppressed']} suppressed by config). Open, above info:\n"
     )
-    click.echo(
-        f"Events from {s['first_event']} to {s['last_event']} UTC, by action: "
-        + ", ".join(f"{k} {v:,}" for k, v in s["by_action"].items())
+    emit(
+        ["severity", "rule_id", "title"],
+        [[f["severity"], f["rule_id"], f["title"]] for f in s["findings"]],
+        "table",
     )
-    click.echo("\nTop readers by bytes:")
-    for row in s["top_readers"]:
-        click.echo(f"  {row['gib_read']:>10,.1f} GiB  {row['objects']:>6,} objects  {row['actor']}")
     db = result.db_path
-    click.echo(f"\nDatabase: {db}\nConfig:   {result.config_path}\nTry:")
+    click.echo(f"\nDatabase: {db}\nConfig:   {result.config_path}\nNext:")
+    click.echo(f"  sentinel --config {result.config_path} findings --severity critical")
     click.echo(
         f'  sentinel --db {db} sql "SELECT * FROM v_bytes_by_actor_hour'
         ' ORDER BY bytes DESC LIMIT 10"'
     )
-    click.echo(
-        f'  sentinel --db {db} sql "SELECT operation, actor, bucket, object_key FROM access_events'
-        " WHERE action IN ('delete', 'tamper')\""
-    )
-    return exit_code(partial=r.partial)
+    click.echo(f"  sentinel --config {result.config_path} rules list")
+    return exit_code(partial=result.partial)

@@ -21,6 +21,7 @@ from typing import Any
 PROJECT = "acme-ml-prod"
 WEIGHTS = "acme-weights-prod-gcs"
 CKPT = "acme-ckpt-prod-gcs"
+NOTEBOOKS = "acme-ml-notebooks"
 MODEL = "llm-70b/v3.2"
 SHARDS = 30
 SHARD_BYTES = 4_984_292_344
@@ -129,8 +130,9 @@ def _day(w: _Writer, day: dt.datetime, last: bool) -> None:
                 at = day + dt.timedelta(hours=rng.randint(9, 17), minutes=rng.randrange(60))
                 ip = f"203.0.113.{10 + HUMANS.index(human)}"
                 w.add(at, "storage.objects.list", WEIGHTS, None, human, ip=ip)
-                w.add(at + dt.timedelta(seconds=5), "storage.objects.get", WEIGHTS,
-                      f"{MODEL}/config.json", human, ip=ip)  # fmt: skip
+                # People read evaluation results, not weights (a bucket nobody watches).
+                w.add(at + dt.timedelta(seconds=5), "storage.objects.get", NOTEBOOKS,
+                      f"eval/{MODEL}/metrics.json", human, ip=ip)  # fmt: skip
     if last:
         _odd_events(w, day)
 

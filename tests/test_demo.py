@@ -1,0 +1,42 @@
+"""The demo: every rule finds its planted incident, and routine traffic raises nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from sentinel import demo, synth
+from sentinel.sources import gcs_demo
+from sentinel.store import Store
+
+RULES = {
+    "weights.non_hydrator_read", "weights.denied_read", "weights.bytes_read_anomaly",
+    "weights.first_seen_reader", "weights.cross_tenant_read", "weights.full_model_copy",
+    "weights.hydrator_off_platform", "weights.promoted_checkpoint_delete",
+    "weights.protection_tampering", "pipeline.source_silent", "logs.secret_leak",
+    "logs.prompt_leak",
+}  # fmt: skip
+# Who the planted incidents involve; anything else in an open finding is a false positive.
+INCIDENT_ACTORS = {
+    synth.NOTEBOOK, synth.TEAM_B, synth.PARTNER, synth.HYDRATOR, synth.ADMIN,
+    "arn:aws:iam::111122223333:role/ops/artifact-janitor", gcs_demo.PARTNER,
+    gcs_demo.HUMANS[1], None,
+}  # fmt: skip
+
+
+def test_demo_finds_every_planted_incident_and_nothing_else(tmp_path: Path) -> None:
+    result = demo.run(tmp_path / "demo", days=10, today=dt.date(2026, 3, 1))
+    assert not result.partial and not result.summary["rules_failed"]
+    with Store.open(result.db_path, read_only=True) as store:
+        open_findings = store.query(
+            "SELECT rule_id, actor, bucket, title FROM findings"
+            " WHERE status = 'open' AND severity <> 'info'"
+        )
+        routine_info = store.query("SELECT DISTINCT rule_id FROM findings WHERE severity = 'info'")
+    assert {f["rule_id"] for f in open_findings} == RULES
+    false_positives = [f for f in open_findings if f["actor"] not in INCIDENT_ACTORS]
+    assert not false_positives
+    silent = [f for f in open_findings if f["rule_id"] == "pipeline.source_silent"]
+    assert [f["bucket"] for f in silent] == [synth.STAGING]
+    # Hydrators loading whole models is routine: recorded as information only.
+    assert {r["rule_id"] for r in routine_info} <= {"weights.full_model_copy"}
