@@ -61,7 +61,8 @@ def demo_entries(end: dt.datetime, *, seed: int = 7, lines: int = 2000) -> Itera
             VLLM,
             "INFO 11-29 10:00:01 [logger.py:39] Received request cmpl-7f3a: prompt: "
             "'Summarise the attached board minutes for the acquisition of Example Corp', "
-            "params: SamplingParams(n=1, temperature=0.7), prompt_token_ids: [1, 2, 3], lora_request: None.",
+            "params: SamplingParams(n=1, temperature=0.7), prompt_token_ids: [1, 2, 3], "
+            "lora_request: None.",
         ),
     }
     for i in range(lines):
