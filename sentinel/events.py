@@ -26,9 +26,22 @@ def show(store: Store, cfg: Config, event_id: str) -> dict[str, Any]:
     row = rows[0]
     if row["raw"] is not None:
         return {"event_id": row["event_id"], "from": "database", "record": json.loads(row["raw"])}
-    data = _read_source(cfg, row["source_uri"])
-    record = _record_at(data, int(row["source_index"]))
-    return {"event_id": row["event_id"], "from": row["source_uri"], "record": record}
+    uri = row["source_uri"].split("#part=", 1)[0]
+    if uri.startswith("logging-api://"):
+        log_name, timestamp, insert_id = row["event_id"].split("|")
+        raise SourceError(
+            "this event came from the Cloud Logging API and its raw entry was not kept",
+            hint=f'gcloud logging read \'logName="{log_name}" AND insertId="{insert_id}" AND '
+            f'timestamp="{timestamp}"\' (or set store.keep_raw = "all")',
+        )
+    data = _read_source(cfg, uri)
+    if (
+        row["provider"] == "gcp"
+    ):  # line-delimited LogEntry files: source_index is the line (1-based)
+        record = _line_at(data, int(row["source_index"]) - 1)
+    else:
+        record = _record_at(data, int(row["source_index"]))
+    return {"event_id": row["event_id"], "from": uri, "record": record}
 
 
 def _read_source(cfg: Config, uri: str) -> bytes:
@@ -58,13 +71,14 @@ def _s3_get(cfg: Config, bucket: str, key: str) -> bytes:
 
 
 def _record_at(data: bytes, index: int) -> Any:
-    text = data.decode("utf-8")
-    if '"Records"' in text[:4096]:
-        try:
-            return json.loads(text)["Records"][index]
-        except (ValueError, KeyError, IndexError):
-            pass
-    lines = text.splitlines()
-    if 0 <= index < len(lines):
-        return json.loads(lines[index])
-    raise SourceError(f"record {index} not found in its source file")
+    try:
+        return json.loads(data)["Records"][index]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise SourceError(f"record {index} not found in its source file") from exc
+
+
+def _line_at(data: bytes, index: int) -> Any:
+    lines = data.decode("utf-8").splitlines()
+    if not 0 <= index < len(lines):
+        raise SourceError(f"line {index + 1} not found in its source file")
+    return json.loads(lines[index])

@@ -40,3 +40,24 @@ def test_demo_finds_every_planted_incident_and_nothing_else(tmp_path: Path) -> N
     assert [f["bucket"] for f in silent] == [synth.STAGING]
     # Hydrators loading whole models is routine: recorded as information only.
     assert {r["rule_id"] for r in routine_info} <= {"weights.full_model_copy"}
+
+
+def test_event_show_finds_originals_on_both_clouds(tmp_path: Path) -> None:
+    from sentinel import config, events
+
+    result = demo.run(tmp_path / "demo", days=8, today=dt.date(2026, 3, 1))
+    cfg = config.load(result.config_path, {})
+    with Store.open(result.db_path, read_only=True) as store:
+        for provider in ("aws", "gcp"):
+            event_id = store.scalar(
+                "SELECT event_id FROM access_events WHERE provider = ? AND raw IS NULL"
+                " ORDER BY event_id LIMIT 1",
+                [provider],
+            )
+            shown = events.show(store, cfg, event_id)
+            assert shown["from"] != "database"
+            record = shown["record"]
+            key = record.get("eventID") or "|".join(
+                (record["logName"], record["timestamp"], record["insertId"])
+            )
+            assert key == event_id
