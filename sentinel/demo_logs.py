@@ -13,19 +13,11 @@ import random
 import string
 from collections.abc import Iterator
 
+from sentinel.detectors.secrets import base62
 from sentinel.loki import Entry, stream_selector
 
-_B62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 GATEWAY = {"namespace": "inference-prod", "app": "llm-gateway"}
 VLLM = {"namespace": "inference-prod", "app": "vllm-llm-70b"}
-
-
-def _base62(n: int, width: int = 6) -> str:
-    out = ""
-    while n:
-        n, r = divmod(n, 62)
-        out = _B62[r] + out
-    return out.rjust(width, "0")
 
 
 def _rand(rng: random.Random, n: int, chars: str = string.ascii_letters + string.digits) -> str:
@@ -34,7 +26,7 @@ def _rand(rng: random.Random, n: int, chars: str = string.ascii_letters + string
 
 def _github_token(rng: random.Random) -> str:
     body = _rand(rng, 30)
-    return "gh" + "p_" + body + _base62(binascii.crc32(body.encode()))
+    return "gh" + "p_" + body + base62(binascii.crc32(body.encode()))
 
 
 def _aws_key_id(rng: random.Random) -> str:

@@ -146,12 +146,14 @@ def new_uris(store: Store, uris: Sequence[str]) -> set[str]:
     return {r[0] for r in rows}
 
 
-def batches(files: Iterable[InputFile], max_files: int) -> Iterator[list[InputFile]]:
+def batches(
+    files: Iterable[InputFile], max_files: int, max_bytes: int = _MAX_BATCH_BYTES
+) -> Iterator[list[InputFile]]:
     """Group files so each DuckDB read spreads over threads but stays within memory."""
     batch: list[InputFile] = []
     size = 0
     for f in files:
-        if batch and (len(batch) >= max_files or size + f.size > _MAX_BATCH_BYTES):
+        if batch and (len(batch) >= max_files or size + f.size > max_bytes):
             yield batch
             batch, size = [], 0
         batch.append(f)

@@ -15,58 +15,21 @@ from pathlib import Path
 from typing import Any
 
 from sentinel import config as config_mod
+from sentinel import ingest
 from sentinel.actions import aws_action
 from sentinel.config import Config
 from sentinel.detect import run_detect
 from sentinel.output import to_jsonable
 from sentinel.rules import Case, Rule
+from sentinel.sources.gcs_actions import GCP_ACTIONS
 from sentinel.store import Store
 from sentinel.timeutil import parse_duration, parse_time
 
 CASES_CONFIG = "_cases.toml"
 
-GCS_ACTIONS = {
-    "storage.objects.get": "read",
-    "storage.objects.list": "list",
-    "storage.objects.create": "write",
-    "storage.objects.rewrite": "write",
-    "storage.objects.update": "write",
-    "storage.objects.delete": "delete",
-    "storage.buckets.update": "tamper",
-    "storage.buckets.delete": "tamper",
-    "storage.setIamPermissions": "tamper",
-    "storage.buckets.get": "metadata",
-}
 
-EVENT_COLUMNS = [
-    "provider",
-    "event_id",
-    "logical_id",
-    "event_time",
-    "account",
-    "region",
-    "actor",
-    "actor_type",
-    "actor_session",
-    "caller_account",
-    "invoked_by",
-    "operation",
-    "action",
-    "is_service_event",
-    "bucket",
-    "object_key",
-    "copy_source",
-    "bytes_out",
-    "bytes_in",
-    "bytes_estimated",
-    "error_code",
-    "src_ip",
-    "user_agent",
-    "vpce_id",
-    "source_uri",
-    "load_id",
-    "source_index",
-]
+# Every access_events column but the raw record, which rules never read.
+EVENT_COLUMNS = [c for c in ingest.EVENT_COLUMNS if c != "raw"]
 _HELPER_KEYS = {"repeat", "every"}
 
 
@@ -103,7 +66,7 @@ def _row(spec: Mapping[str, Any], when: dt.datetime, index: int, load_id: int) -
     provider = spec.get("provider", "aws")
     operation = spec.get("operation", "GetObject" if provider == "aws" else "storage.objects.get")
     default_action = (
-        aws_action(operation) if provider == "aws" else GCS_ACTIONS.get(operation, "other")
+        aws_action(operation) if provider == "aws" else GCP_ACTIONS.get(operation, "other")
     )
     event_id = f"{spec.get('event_id', 'ev')}-{load_id}-{index}"
     row: dict[str, Any] = {

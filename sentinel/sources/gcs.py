@@ -29,7 +29,7 @@ from typing import Protocol
 from sentinel import logs
 from sentinel.config import GcsAuditSource
 from sentinel.errors import SourceError
-from sentinel.ingest import IngestReport, InputFile, KeepRaw, Loader, new_uris
+from sentinel.ingest import IngestReport, InputFile, KeepRaw, Loader, batches, new_uris
 from sentinel.objects import EstimateReport, estimate_pending, sizes_from_events
 from sentinel.sources.gcs_sql import GcsAuditFormat
 from sentinel.store import Store
@@ -175,16 +175,7 @@ class _Readable(Protocol):
 
 
 def input_batches(inputs: Iterator[InputFile]) -> Iterator[list[InputFile]]:
-    batch: list[InputFile] = []
-    size = 0
-    for f in inputs:
-        if batch and (len(batch) >= _BATCH_FILES or size + f.size > _BATCH_BYTES):
-            yield batch
-            batch, size = [], 0
-        batch.append(f)
-        size += f.size
-    if batch:
-        yield batch
+    return batches(inputs, _BATCH_FILES, _BATCH_BYTES)
 
 
 def _list_export(
