@@ -21,6 +21,22 @@ from sentinel.errors import Problem, SentinelError
 from sentinel.timeutil import parse_duration
 
 RULE_ID = re.compile(r"^[a-z]+\.[a-z0-9_]+$")
+# The SQL rules in rules/; their ids are contract (design section 4). The leak scanner's
+# logs.secret_leak and logs.prompt_leak are produced by sentinel.scan, not by rule files.
+CONTRACT_RULE_IDS = frozenset(
+    {
+        "weights.non_hydrator_read",
+        "weights.denied_read",
+        "weights.bytes_read_anomaly",
+        "weights.first_seen_reader",
+        "weights.cross_tenant_read",
+        "weights.full_model_copy",
+        "weights.hydrator_off_platform",
+        "weights.promoted_checkpoint_delete",
+        "weights.protection_tampering",
+        "pipeline.source_silent",
+    }
+)
 MITRE_ID = re.compile(r"^(T\d{4}(\.\d{3})?|TA\d{4})$")
 SCOPES = ("events", "always")
 STATES = ("read_hourly", "seen_readers", "event_freshness")

@@ -6,16 +6,12 @@ import datetime as dt
 from pathlib import Path
 
 from sentinel import demo, synth
+from sentinel.detectors import PROMPT_RULE, SECRET_RULE
+from sentinel.rules import CONTRACT_RULE_IDS
 from sentinel.sources import gcs_demo
 from sentinel.store import Store
 
-RULES = {
-    "weights.non_hydrator_read", "weights.denied_read", "weights.bytes_read_anomaly",
-    "weights.first_seen_reader", "weights.cross_tenant_read", "weights.full_model_copy",
-    "weights.hydrator_off_platform", "weights.promoted_checkpoint_delete",
-    "weights.protection_tampering", "pipeline.source_silent", "logs.secret_leak",
-    "logs.prompt_leak",
-}  # fmt: skip
+RULES = CONTRACT_RULE_IDS | {SECRET_RULE, PROMPT_RULE}
 # Who the planted incidents involve; anything else in an open finding is a false positive.
 INCIDENT_ACTORS = {
     synth.NOTEBOOK, synth.TEAM_B, synth.PARTNER, synth.HYDRATOR, synth.ADMIN,

@@ -12,6 +12,7 @@ import pytest
 from sentinel import config
 from sentinel.detect import run_detect, set_status
 from sentinel.errors import UsageError
+from sentinel.rules import CONTRACT_RULE_IDS
 from sentinel.store import Store
 from sentinel.testing import insert_events, insert_objects
 from tests.detect_fixtures import (
@@ -207,18 +208,7 @@ def test_scenario_both_clouds_one_finding_per_incident_nothing_on_normal_traffic
         if f["severity"] != "info"
     }
     by_rule = {rule for rule, *_ in alerts}
-    assert by_rule == {
-        "weights.non_hydrator_read",
-        "weights.denied_read",
-        "weights.bytes_read_anomaly",
-        "weights.first_seen_reader",
-        "weights.cross_tenant_read",
-        "weights.full_model_copy",
-        "weights.hydrator_off_platform",
-        "weights.promoted_checkpoint_delete",
-        "weights.protection_tampering",
-        "pipeline.source_silent",
-    }
+    assert by_rule == CONTRACT_RULE_IDS
     assert (
         "weights.hydrator_off_platform",
         "high",

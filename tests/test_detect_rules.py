@@ -6,23 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from sentinel.rules import CONTRACT_RULE_IDS as CONTRACT_IDS
 from sentinel.rules import default_rules_dir, lint, load_dir
 from sentinel.testing import run_case
 from tests.detect_fixtures import fresh_logs  # noqa: F401  (autouse)
 
 RULES, _ = load_dir(default_rules_dir())
-CONTRACT_IDS = {
-    "weights.non_hydrator_read",
-    "weights.denied_read",
-    "weights.bytes_read_anomaly",
-    "weights.first_seen_reader",
-    "weights.cross_tenant_read",
-    "weights.full_model_copy",
-    "weights.hydrator_off_platform",
-    "weights.promoted_checkpoint_delete",
-    "weights.protection_tampering",
-    "pipeline.source_silent",
-}
 
 
 def test_every_contract_rule_exists_and_lints_clean() -> None:
