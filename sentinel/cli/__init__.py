@@ -14,6 +14,7 @@ from sentinel.cli import (
     demo_cmd,  # noqa: F401
     detect,  # noqa: F401
     event,  # noqa: F401
+    export_cmd,  # noqa: F401
     ingest,  # noqa: F401
     ingest_gcs,  # noqa: F401
     jobs,  # noqa: F401
