@@ -18,6 +18,7 @@ from sentinel.cli import (
     ingest,  # noqa: F401
     ingest_gcs,  # noqa: F401
     jobs,  # noqa: F401
+    report_cmd,  # noqa: F401
     scan,  # noqa: F401
     sql,  # noqa: F401
 )
