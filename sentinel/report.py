@@ -22,7 +22,7 @@ _SEVERITY_COLORS = {
 _CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;
 text-align:left;vertical-align:top}th{background:#f3f3f3}h2{margin-top:2em}
-.sev{color:#fff;padding:1px 6px;border-radius:3px;font-size:12px}svg text{font-size:11px}"""
+.t{white-space:nowrap}.sev{color:#fff;padding:1px 6px;border-radius:3px;font-size:12px}svg text{font-size:11px}"""
 
 
 def render(store: Store, *, days: int = 30, now: dt.datetime | None = None) -> str:
@@ -61,7 +61,7 @@ def _cell(column: str, value: Any) -> str:
         color = _SEVERITY_COLORS.get(str(value), "#555")
         return f"<span class='sev' style='background:{color}'>{html.escape(str(value))}</span>"
     if isinstance(value, dt.datetime):
-        return f"{value:%Y-%m-%d %H:%M}"
+        return f"<span class='t'>{value:%Y-%m-%d %H:%M}</span>"
     return html.escape(str(value))
 
 
@@ -115,6 +115,10 @@ def _line_chart(series: dict[str, list[tuple[dt.datetime, float]]]) -> str:
         color = _COLORS[i % len(_COLORS)]
         path = " ".join(f"{x[d]:.1f},{y(v):.1f}" for d, v in points)
         svg.append(f"<polyline fill='none' stroke='{color}' stroke-width='2' points='{path}'/>")
+        # Markers keep one-day bursts (a single point) visible.
+        svg.extend(
+            f"<circle cx='{x[d]:.1f}' cy='{y(v):.1f}' r='3' fill='{color}'/>" for d, v in points
+        )
         label_y = height + 14 + 20 * i
         svg.append(f"<rect x='{left}' y='{label_y - 9}' width='10' height='10' fill='{color}'/>")
         svg.append(f"<text x='{left + 16}' y='{label_y}'>{html.escape(actor)}</text>")
@@ -128,7 +132,7 @@ def _findings_chart(store: Store, since: dt.datetime) -> str:
         " GROUP BY ALL ORDER BY n DESC",
         [since],
     )
-    title = "<h2>Findings per rule</h2>"
+    title = "<h2>Findings per rule and severity (any status)</h2>"
     if not rows:
         return title + "<p>None in this period.</p>"
     top = max(r["n"] for r in rows)
