@@ -22,7 +22,8 @@ _SEVERITY_COLORS = {
 _CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;
 text-align:left;vertical-align:top}th{background:#f3f3f3}h2{margin-top:2em}
-.t{white-space:nowrap}.sev{color:#fff;padding:1px 6px;border-radius:3px;font-size:12px}svg text{font-size:11px}"""
+.t{white-space:nowrap}.sev{color:#fff;padding:1px 6px;border-radius:3px;font-size:12px}
+svg text{font-size:11px}"""
 
 
 def render(store: Store, *, days: int = 30, now: dt.datetime | None = None) -> str:
