@@ -128,9 +128,12 @@ def root(ctx: click.Context, config_path: str | None, db: str | None, log_level:
     \b
     Start here:
       sentinel demo                          generate data, run the pipeline, show findings
-      sentinel ingest cloudtrail --path DIR  load CloudTrail files from a directory
-      sentinel sql "SELECT * FROM v_bytes_by_actor_hour LIMIT 10"
       sentinel config check                  validate sentinel.toml
+      sentinel ingest cloudtrail --path DIR  load CloudTrail files from a directory
+      sentinel detect                        run the rules over what was loaded
+      sentinel findings --severity high      what needs a look
+      sentinel sql "SELECT * FROM v_bytes_by_actor_hour LIMIT 10"
+      sentinel run weights                   one scheduled job (what a CronJob calls)
     """
     logs.configure(log_level)
     ctx.obj = AppContext(config_path=config_path, db_override=db, log_level=log_level)
