@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from sentinel.errors import ConfigError, Problem
 
+_LOOPBACK_HTTP = re.compile(r"^http://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?(/|$)")
 SEVERITIES = ("info", "low", "medium", "high", "critical")
 Severity = Literal["info", "low", "medium", "high", "critical"]
 
@@ -176,6 +177,15 @@ class Webhook:
     @property
     def label(self) -> str:
         return self.name or self.url
+
+    @property
+    def transport_allowed(self) -> bool:
+        """HTTPS, plain HTTP to loopback, or plain HTTP explicitly allowed."""
+        return (
+            self.url.startswith("https://")
+            or self.allow_insecure
+            or _LOOPBACK_HTTP.match(self.url) is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -457,10 +467,7 @@ class _Parser:
             if hook is None:
                 continue
             path = ("alerts", "webhook", str(i))
-            loopback = re.match(
-                r"^http://(127\.\d+\.\d+\.\d+|localhost|\[::1\])(:\d+)?(/|$)", hook.url
-            )
-            if not hook.url.startswith("https://") and not loopback and not hook.allow_insecure:
+            if not hook.transport_allowed:
                 self.problem(
                     (*path, "url"),
                     "must use https:// (or set allow_insecure = true for a trusted network)",

@@ -116,7 +116,7 @@ def run(
 
 
 def check_url(hook: Webhook) -> None:
-    if hook.url.startswith("https://") or hook.allow_insecure or http.is_loopback(hook.url):
+    if hook.transport_allowed:
         return
     raise ConfigError(
         [Problem("alerts.webhook", None, f"{hook.label}: must use https://")],

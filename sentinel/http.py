@@ -59,8 +59,3 @@ def retry_after_seconds(value: str | None, *, now: Callable[[], float] = time.ti
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return max(0.0, when.timestamp() - now())
-
-
-def is_loopback(url: str) -> bool:
-    host = httpx.URL(url).host
-    return host in ("localhost", "::1") or host.startswith("127.")

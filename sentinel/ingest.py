@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 from sentinel import logs
 from sentinel.errors import StoreError
 from sentinel.store import Store
+from sentinel.timeutil import utcnow
 
 log = logs.get(__name__)
 
@@ -237,7 +238,7 @@ class Loader:
         try:
             with store.transaction():
                 load_id = store.next_id("load_seq")
-                now = _utcnow()
+                now = utcnow()
                 # The original record is carried only where it may be stored: rows the raw policy
                 # keeps and rows headed for quarantine. Copying every record costs more than
                 # parsing it.
@@ -317,12 +318,10 @@ class Loader:
 
     def _quarantine_envelopes(self, bad: set[str], load_id: int, now: dt.datetime) -> None:
         for uri in sorted(bad):
-            self._insert_quarantine(
+            self._quarantine_file_row(
                 uri,
-                None,
                 "no_records_envelope",
                 "file has no record envelope (e.g. a CloudTrail file without 'Records')",
-                None,
                 load_id,
                 now,
             )
@@ -349,7 +348,7 @@ class Loader:
         # the batch's time range keeps it a zone-map-pruned scan instead of a full-table one.
         return self.store.execute_count(
             f"INSERT INTO access_events ({', '.join(columns)}, load_id, raw) "
-            f"SELECT {select}, ?, CASE WHEN bad_reason IS NULL THEN s.record END "
+            f"SELECT {select}, ?, s.record "
             "FROM (SELECT * FROM _stage WHERE envelope_ok AND bad_reason IS NULL AND NOT skip"
             f"      {dedupe}) s "
             "WHERE NOT EXISTS (SELECT 1 FROM access_events e WHERE e.provider = s.provider"
@@ -383,10 +382,10 @@ class Loader:
 
     # -- a file DuckDB cannot read at all ---------------------------------------------------
     def _quarantine_file(self, f: InputFile, reason: str, detail: str) -> None:
-        now = _utcnow()
+        now = utcnow()
         with self.store.transaction():
             load_id = self.store.next_id("load_seq")
-            self._insert_quarantine(f.uri, None, reason, detail[:1000], None, load_id, now)
+            self._quarantine_file_row(f.uri, reason, detail[:1000], load_id, now)
             self.store.execute(
                 "INSERT INTO source_files VALUES (?, ?, ?, ?, 'quarantined', 0, 0, 0, ?, ?)",
                 [self.fmt.provider, self.source, f.uri, f.size, load_id, now],
@@ -406,19 +405,14 @@ class Loader:
             detail=detail[:300],
         )
 
-    def _insert_quarantine(
-        self,
-        uri: str,
-        index: int | None,
-        reason: str,
-        detail: str,
-        excerpt: str | None,
-        load_id: int,
-        now: dt.datetime,
+    def _quarantine_file_row(
+        self, uri: str, reason: str, detail: str, load_id: int, now: dt.datetime
     ) -> None:
+        """A quarantine row for a whole file (no record index, no excerpt)."""
         self.store.execute(
-            "INSERT INTO quarantine VALUES (nextval('quarantine_seq'), ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [self.fmt.provider, self.source, uri, index, reason, detail, excerpt, load_id, now],
+            "INSERT INTO quarantine VALUES"
+            " (nextval('quarantine_seq'), ?, ?, ?, NULL, ?, ?, NULL, ?, ?)",
+            [self.fmt.provider, self.source, uri, reason, detail, load_id, now],
         )
 
 
@@ -429,7 +423,3 @@ def _read_failure_reason(message: str) -> str:
     if "json" in text or "malformed" in text or "unexpected" in text:
         return "malformed_json"
     return "unreadable"
-
-
-def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)

@@ -35,6 +35,7 @@ from sentinel.config import MetricsConfig
 from sentinel.errors import StoreError
 from sentinel.runner import RunReport
 from sentinel.store import Store
+from sentinel.timeutil import utcnow
 
 log = logs.get(__name__)
 
@@ -124,7 +125,7 @@ def collect_state(store: Store, now: dt.datetime | None = None) -> list[Sample]:
     samples: list[Sample] = []
     for query in (_findings, _events, _quarantine, _freshness, _outbox, _watermarks):
         samples.extend(query(store))
-    collected = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    collected = now or utcnow()
     samples.append(Sample("sentinel_state_collected_timestamp_seconds", {}, _unix(collected)))
     return samples
 

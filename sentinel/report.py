@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sentinel.store import Store
+from sentinel.timeutil import utcnow
 
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 _SEVERITY_COLORS = {
@@ -27,7 +28,7 @@ svg text{font-size:11px}"""
 
 
 def render(store: Store, *, days: int = 30, now: dt.datetime | None = None) -> str:
-    now = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    now = now or utcnow()
     since = now - dt.timedelta(days=days)
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",

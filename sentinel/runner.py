@@ -41,6 +41,7 @@ from sentinel import logs
 from sentinel.errors import EXIT_ERROR, EXIT_OK, EXIT_PARTIAL, LockedError
 from sentinel.jobs import Job, Step
 from sentinel.store import Store
+from sentinel.timeutil import utcnow
 
 log = logs.get(__name__)
 
@@ -94,7 +95,7 @@ class JobLock:
                 time.sleep(poll_seconds)
         handle.seek(0)
         handle.truncate()
-        handle.write(f"{self.owner} since {_now().isoformat()}Z\n")
+        handle.write(f"{self.owner} since {utcnow().isoformat()}Z\n")
         handle.flush()
         self._file = handle
 
@@ -141,7 +142,7 @@ class RunReport:
 
     @property
     def duration_seconds(self) -> float:
-        end = self.finished_at or _now()
+        end = self.finished_at or utcnow()
         return (end - self.started_at).total_seconds()
 
     def as_dict(self) -> dict[str, Any]:
@@ -165,7 +166,7 @@ class _Stop:
 
 def run_job(job: Job, invoke: Invoke, db_path: str, *, global_args: list[str]) -> RunReport:
     """Run ``job``'s steps in order; the caller holds the lock. Never raises for a step failure."""
-    report = RunReport(job=job.name, run_id=uuid.uuid4().hex, started_at=_now())
+    report = RunReport(job=job.name, run_id=uuid.uuid4().hex, started_at=utcnow())
     history = _History(db_path)
     load_before = history.start(report)
     stop = _Stop()
@@ -194,7 +195,7 @@ def run_job(job: Job, invoke: Invoke, db_path: str, *, global_args: list[str]) -
 
 
 def _conclude(report: RunReport, job: Job, *, interrupted: bool) -> None:
-    report.finished_at = _now()
+    report.finished_at = utcnow()
     outcomes = [step.outcome for step in report.steps]
     fatal = any(
         s.outcome not in SUCCESS_OUTCOMES and job.steps[s.index].on_failure == "stop"
@@ -212,7 +213,7 @@ def _conclude(report: RunReport, job: Job, *, interrupted: bool) -> None:
 
 
 def _run_step(index: int, step: Step, invoke: Invoke, global_args: list[str]) -> StepResult:
-    started = _now()
+    started = utcnow()
     log.info("job.step_started", step=step.run, timeout_seconds=step.timeout_seconds)
     try:
         with _deadline(step.timeout_seconds), contextlib.redirect_stdout(sys.stderr):
@@ -224,7 +225,7 @@ def _run_step(index: int, step: Step, invoke: Invoke, global_args: list[str]) ->
     except Exception as exc:  # a bug in a stage must not kill the job runner
         code, outcome = EXIT_ERROR, "failed"
         log.exception("job.step_crashed", step=step.run, error=type(exc).__name__)
-    result = StepResult(index, step.run, started, _now(), code, outcome)
+    result = StepResult(index, step.run, started, utcnow(), code, outcome)
     log.info(
         "job.step_finished",
         step=step.run,
@@ -323,8 +324,3 @@ class _History:
                 " AND outcome IN ('ok', 'partial')",
                 [report.job],
             )
-
-
-def _now() -> dt.datetime:
-    """UTC wall time without tzinfo, as every TIMESTAMP column in the store holds it."""
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)

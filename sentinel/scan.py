@@ -25,6 +25,7 @@ from sentinel.errors import ConfigError, Problem
 from sentinel.fingerprint import Fingerprinter, mask
 from sentinel.loki import Entry
 from sentinel.store import Store
+from sentinel.timeutil import utcnow
 
 log = logs.get(__name__)
 
@@ -367,7 +368,7 @@ def scan_loki(
                 stats=stats,
             )
         )
-        now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        now = utcnow()
         with store.transaction():
             result.findings += record(store, cfg, found, now=now)
             if not backfill:
@@ -424,5 +425,5 @@ def record_entries(
     """Scan entries and record their leaks as findings (what ``sentinel demo`` calls with
     ``Settings(fingerprint_key=fingerprint.DEMO_KEY)``); returns the findings touched."""
     found = list(scan_entries(entries, settings, source=source, tenant=tenant))
-    when = now or dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    when = now or utcnow()
     return record(store, cfg, found, now=when)

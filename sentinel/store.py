@@ -113,13 +113,6 @@ class Store:
         _, rows = self.columns_and_rows(sql, params)
         return rows[0][0] if rows else None
 
-    def polars(self, sql: str, params: Params = None) -> Any:
-        """A query result as a polars DataFrame (for baselines and reports)."""
-        try:
-            return self._con.execute(sql, params).pl()  # type: ignore[attr-defined]
-        except duckdb.Error as exc:
-            raise _error(exc) from exc
-
     def register(self, name: str, frame: Any) -> None:
         """Expose an in-memory frame (polars/arrow) to SQL as a view named ``name``."""
         self._con.register(name, frame)
@@ -175,9 +168,6 @@ class Store:
                 )
             applied.append(f"{version:04d}_{name}")
         return applied
-
-    def schema_version(self) -> int:
-        return int(self.scalar("SELECT coalesce(max(version), 0) FROM schema_migrations") or 0)
 
 
 def _error(exc: duckdb.Error) -> StoreError:

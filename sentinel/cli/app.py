@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -137,7 +136,3 @@ def root(ctx: click.Context, config_path: str | None, db: str | None, log_level:
     """
     logs.configure(log_level)
     ctx.obj = AppContext(config_path=config_path, db_override=db, log_level=log_level)
-
-
-def resolve_path(value: str) -> Path:
-    return Path(value).expanduser()

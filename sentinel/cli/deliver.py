@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import asdict
 
 import click
@@ -12,6 +11,7 @@ from sentinel import outbox
 from sentinel.cli.app import AppContext, emit_records, exit_code, output_options, pass_app, root
 from sentinel.errors import EXIT_OK, UsageError
 from sentinel.output import Format
+from sentinel.timeutil import utcnow
 
 
 @root.command()
@@ -59,7 +59,7 @@ def deliver(
     """
     if sum((dry_run, show_status, retry_dead)) > 1:
         raise UsageError("use one of --dry-run, --status, --retry-dead")
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    now = utcnow()
     if show_status:
         with app.open_store(read_only=True) as store:
             emit_records(outbox.status(store, now), fmt)

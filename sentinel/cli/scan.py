@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import sys
 import time
 from pathlib import Path
@@ -17,6 +16,7 @@ from sentinel.config import Config, LokiSource
 from sentinel.errors import EXIT_ERROR, EXIT_OK, ConfigError, Problem, SentinelError, UsageError
 from sentinel.loki import LokiClient
 from sentinel.output import Format
+from sentinel.timeutil import utcnow
 
 
 def fingerprint_key(config: Config) -> bytes:
@@ -184,7 +184,7 @@ def purge_loki(app: AppContext, execute: bool, fmt: Format) -> int:
       sentinel purge status --refresh
     """
     config = app.config
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    now = utcnow()
     with app.open_store() as store:
         purge_mod.prepare(store, now=now)
         if execute:
@@ -212,7 +212,7 @@ def purge_status(app: AppContext, refresh: bool, fmt: Format) -> int:
       sentinel purge status
       sentinel purge status --refresh --json
     """
-    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    now = utcnow()
     with app.open_store(read_only=not refresh) as store:
         if refresh:
             with _Clients(app.config) as clients:
