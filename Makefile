@@ -31,6 +31,9 @@ lint: $(STAMP) ## ruff (lint + format check) and mypy --strict
 bench: $(STAMP) ## Run the benchmarks (minutes; prints ratios against baselines)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/ingest_cloudtrail.py
+	$(BIN)/python bench/ingest_profile.py
+	$(BIN)/python bench/bench_detect.py
+	$(BIN)/python bench/scan_bench.py --mb 200
 
 clean: ## Remove the venv, demo data and caches
 	rm -rf $(VENV) demo .pytest_cache .mypy_cache .ruff_cache

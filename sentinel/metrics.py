@@ -117,8 +117,6 @@ STATE_HELP = {
     "sentinel_state_collected_timestamp_seconds": "When these state metrics were read.",
 }
 
-_Query = Callable[[Store], Iterator[Sample]]
-
 
 def collect_state(store: Store, now: dt.datetime | None = None) -> list[Sample]:
     """Read the state metrics with read-only queries."""

@@ -89,13 +89,6 @@ def _regex(
 # -- validators -----------------------------------------------------------------------------
 
 
-def _not_placeholder(severity: str, kind: str) -> Validator:
-    def check(value: str, _line: str, _m: re.Match[str]) -> tuple[str, str] | None:
-        return None if is_placeholder(value) else (severity, kind)
-
-    return check
-
-
 def _aws_key_id(value: str, _line: str, _m: re.Match[str]) -> tuple[str, str] | None:
     if is_placeholder(value[4:]) or value.endswith("EXAMPLE"):
         return None
