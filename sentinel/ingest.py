@@ -70,13 +70,16 @@ _BAD_INPUT_ERRORS = frozenset(
 @dataclass(frozen=True)
 class InputFile:
     """A file to load: ``uri`` is its stable identity (s3://, gs:// or an absolute path),
-    ``path`` where it can be read locally now, ``meta`` facts from its name (account, region)."""
+    ``path`` where it can be read locally now, ``meta`` facts from its name (account, region).
+    ``unreadable`` = (reason, detail) marks a file a format's pre-processing could not read at
+    all; the loader quarantines it whole."""
 
     uri: str
     path: Path
     size: int
     compression: Literal["gzip", "none"]
     meta: dict[str, str] = field(default_factory=dict)
+    unreadable: tuple[str, str] | None = None
 
 
 class RecordFormat(Protocol):
@@ -197,6 +200,12 @@ class Loader:
 
     def load(self, batch: list[InputFile]) -> None:
         started = time.perf_counter()
+        for f in batch:
+            if f.unreadable:
+                self._quarantine_file(f, *f.unreadable)
+        batch = [f for f in batch if not f.unreadable]
+        if not batch:
+            return
         try:
             self._load_batch(batch)
         except StoreError as exc:
@@ -420,6 +429,6 @@ def _read_failure_reason(message: str) -> str:
     text = message.lower()
     if "gzip" in text or "zlib" in text or "decompress" in text or "inflate" in text:
         return "corrupt_compression"
-    if "json" in text or "malformed" in text or "unexpected" in text:
+    if "json" in text or "malformed" in text or "unexpected" in text or "unicode" in text:
         return "malformed_json"
     return "unreadable"

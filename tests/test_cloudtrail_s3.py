@@ -92,6 +92,30 @@ def test_real_layouts_digests_folders_and_late_files(
     assert cursor["111122223333/us-east-1"] == "2025-03-02"
 
 
+def test_downloads_and_split_copies_leave_the_spool_batch_by_batch(
+    bucket: Any, s3_endpoint: str, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    monkeypatch.setenv("SENTINEL_SPOOL_DIR", str(spool))
+    for minute in range(0, 40, 5):
+        put(bucket, key_for(TODAY, minute, prefix="trail/", unique=f"Spool{minute:011d}"),
+            body([record(time="2025-03-03T00:00:00Z", key=f"k/{minute}")]))  # fmt: skip
+    seen: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        seen.append((total - done, sum(1 for p in spool.rglob("*") if p.is_file())))
+
+    report = cloudtrail.run(
+        store, source(s3_endpoint, batch_files=2), keep_raw="none", today=TODAY, progress=progress
+    )
+    assert report.events_loaded == 8
+    assert [left for left, _ in seen] == [6, 4, 2, 0]
+    # Each unfinished file has at most its download and its split copy on disk.
+    assert all(files <= 2 * left for left, files in seen)
+    assert list(spool.iterdir()) == []
+
+
 def test_account_and_region_filters(bucket: Any, s3_endpoint: str, store: Store) -> None:
     put(bucket, key_for(TODAY, 1, prefix="trail/"), body([record(time="2025-03-03T00:00:01Z")]))
     put(

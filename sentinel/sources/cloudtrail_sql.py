@@ -1,8 +1,9 @@
 """Normalization of CloudTrail records into ``access_events`` rows, in DuckDB SQL.
 
-DuckDB reads each file's ``Records`` array as JSON values and extracts every field we need with
-one multi-path ``json_extract_string`` call per record, so a record is parsed once. The original
-record stays available as JSON for the raw-keeping policy and for quarantine excerpts.
+Files arrive split one record per line (``cloudtrail_records``): ``<index>\x01<record text>``.
+DuckDB's CSV reader splits the lines in parallel; every field we need comes from one multi-path
+``json_extract_string`` call per record, so a record is parsed once. The text itself, byte for
+byte as CloudTrail wrote it, is what the raw-keeping policy stores and quarantine excerpts show.
 """
 
 from __future__ import annotations
@@ -41,34 +42,21 @@ _PATHS: tuple[tuple[str, str], ...] = (
     ("resource_prefix", "$.resources[0].ARNPrefix"),
 )
 _S3_SOURCES = "('s3.amazonaws.com', 's3express.amazonaws.com')"
-_MIN_OBJECT_BYTES = 16 * 1024**2
+_DEFAULT_MAX_LINE = 2 * 1024**2
 
 
 class CloudTrailFormat:
     provider = "aws"
 
     def stage_query(self, files_view: str, files: Sequence[InputFile]) -> str:
-        reads = []
-        for compression in ("gzip", "none"):
-            paths = [str(f.path) for f in files if f.compression == compression]
-            if paths:
-                reads.append(_read(paths, compression, _max_object_size(files)))
-        records = " UNION ALL ".join(reads)
         fields = ",\n    ".join(f"v[{i + 1}] AS {alias}" for i, (alias, _) in enumerate(_PATHS))
         path_list = ", ".join("'" + p.replace("'", "''") + "'" for _, p in _PATHS)
         return f"""
-WITH files AS ({records}),
-recs AS (
-  SELECT f.filename, f.records IS NOT NULL AS envelope_ok,
-         unnest(coalesce(f.records, [NULL::JSON])) AS record,
-         generate_subscripts(coalesce(f.records, [NULL::JSON]), 1) - 1 AS source_index
-  FROM files f
-),
-x AS (
-  SELECT b.uri AS source_uri, b.account AS file_account, recs.envelope_ok, recs.record,
-         recs.source_index,
-         json_extract_string(recs.record, [{path_list}]) AS v
-  FROM recs JOIN {files_view} b ON b.path = recs.filename
+WITH x AS (
+  SELECT b.uri AS source_uri, b.account AS file_account, true AS envelope_ok, r.record,
+         r.source_index,
+         json_extract_string(r.record, [{path_list}]) AS v
+  FROM {_read(files)} r JOIN {files_view} b ON b.path = r.filename
 ),
 y AS (
   SELECT source_uri, file_account, envelope_ok, record, source_index,
@@ -139,31 +127,13 @@ FROM z
 """
 
 
-def _max_object_size(files: Sequence[InputFile]) -> int:
-    """A CloudTrail file is ONE JSON object, and DuckDB refuses objects over
-    ``maximum_object_size`` (16 MiB by default). DuckDB also allocates buffers of that size, so
-    size it from the largest file's uncompressed length rather than a blanket 1 GiB."""
-    largest = max((uncompressed_size(f) for f in files), default=0)
-    return max(_MIN_OBJECT_BYTES, 1 << (largest + 1).bit_length())
-
-
-def uncompressed_size(f: InputFile) -> int:
-    if f.compression == "none":
-        return f.size
-    # gzip's trailer holds the uncompressed length modulo 2**32 (ISIZE, RFC 1952 section 2.3.1).
-    try:
-        with f.path.open("rb") as handle:
-            handle.seek(-4, 2)
-            isize = int.from_bytes(handle.read(4), "little")
-    except OSError:
-        return f.size * 20
-    return max(isize, f.size)
-
-
-def _read(paths: list[str], compression: str, max_object_size: int) -> str:
-    listed = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+def _read(files: Sequence[InputFile]) -> str:
+    listed = ", ".join("'" + str(f.path).replace("'", "''") + "'" for f in files)
+    longest = max((int(f.meta.get("longest_record", "0")) for f in files), default=0)
+    # The reader refuses lines over max_line_size (2 MB by default) and sizes its buffers from it.
+    max_line = max(_DEFAULT_MAX_LINE, 1 << (longest + 32).bit_length())
     return (
-        f"SELECT filename, Records AS records FROM read_json([{listed}], format='unstructured',"
-        f" records=true, columns={{'Records': 'JSON[]'}}, filename=true,"
-        f" compression='{compression}', maximum_object_size={max_object_size})"
+        f"read_csv([{listed}], columns={{'source_index': 'INTEGER', 'record': 'VARCHAR'}},"
+        " delim=chr(1), quote='', escape='', new_line='\\n', header=false, auto_detect=false,"
+        f" filename=true, max_line_size={max_line}, buffer_size={4 * max_line})"
     )
