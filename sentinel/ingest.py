@@ -61,6 +61,8 @@ EVENT_COLUMNS = (
 )
 _MAX_BATCH_BYTES = 64 * 1024 * 1024  # compressed bytes per batch (~0.5-1 GB of JSON)
 _EXCERPT_CHARS = 2000
+# Raised inside the one-pass insert when a row needs quarantine; the staged path takes over.
+_NEEDS_STAGING = "sentinel: batch needs staging"
 # DuckDB errors that mean "this input cannot be read", as opposed to resource or internal errors.
 _BAD_INPUT_ERRORS = frozenset(
     {"InvalidInputException", "IOException", "ConversionException", "SerializationException"}
@@ -207,7 +209,8 @@ class Loader:
         if not batch:
             return
         try:
-            self._load_batch(batch)
+            if not (_counted(batch) and self._load_direct(batch)):
+                self._load_batch(batch)
         except StoreError as exc:
             if exc.kind not in _BAD_INPUT_ERRORS:
                 raise  # memory, disk or a bug: not the input's fault, so quarantine nothing
@@ -222,28 +225,143 @@ class Loader:
                 return
         self.report.seconds += time.perf_counter() - started
 
-    # -- one batch, one transaction ---------------------------------------------------------
-    def _load_batch(self, batch: list[InputFile]) -> None:
+    # -- the common case: one pass, straight into access_events ------------------------------
+    def _load_direct(self, batch: list[InputFile]) -> bool:
+        """Insert the batch's valid rows straight from the stage query, in one transaction.
+
+        Needs each file's record count up front (the files were split in Python), so that
+        records of other services are counted without being kept. A bad record aborts the
+        statement and rolls everything back; the batch then takes the staged path, which
+        quarantines record by record. Returns whether the batch was committed."""
+        store = self.store
+        columns = ", ".join(c for c in EVENT_COLUMNS if c not in ("load_id", "raw"))
+        store.register("_batch_files", _files_frame(batch))
+        # With filter pushdown the WHERE moves below the projection and every extracted field is
+        # computed twice (measured 1.3x slower); without it the WHERE reads the projected rows.
+        store.disable_optimizer("filter_pushdown")
+        pushdown_off = True
+        try:
+            with store.transaction():
+                load_id = store.next_id("load_seq")
+                now = utcnow()
+                store.execute(
+                    f"INSERT INTO access_events ({columns}, load_id, raw)"
+                    f" SELECT {columns}, ?, CASE WHEN {self._keep_raw_condition()}"
+                    " THEN record END"
+                    f" FROM ({self.fmt.stage_query('_batch_files', batch)})"
+                    " WHERE CASE WHEN bad_reason IS NOT NULL OR NOT envelope_ok"
+                    f" THEN error('{_NEEDS_STAGING}') ELSE NOT skip END",
+                    [load_id],
+                )
+                store.disable_optimizer(None)  # the queries below need pushdown for zone maps
+                pushdown_off = False
+                valid = self._events_per_file(load_id)
+                duplicates = self._drop_duplicates(load_id)
+                events = self._events_per_file(load_id) if duplicates else valid
+                skipped = {f.uri: int(f.meta["records"]) - valid.get(f.uri, 0) for f in batch}
+                self._register_counted(batch, events, skipped, load_id, now)
+                inserted = sum(events.values())
+                store.execute(
+                    "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, 0)",
+                    [load_id, self.fmt.provider, self.source, now, len(batch), inserted],
+                )
+                if self.on_commit:
+                    self.on_commit(store, batch)
+        except StoreError as exc:
+            if _NEEDS_STAGING not in exc.message:
+                raise
+            log.debug("ingest.batch_needs_staging", source=self.source, files=len(batch))
+            return False
+        finally:
+            if pushdown_off:  # the transaction is over (rolled back), so this cannot fail on it
+                store.disable_optimizer(None)
+            store.unregister("_batch_files")
+        report = self.report
+        report.files_loaded += len(batch)
+        report.events_loaded += inserted
+        report.events_duplicate += duplicates
+        report.records_skipped += sum(skipped.values())
+        log.debug(
+            "ingest.batch_loaded",
+            source=self.source,
+            files=len(batch),
+            events=inserted,
+            duplicates=duplicates,
+            load_id=load_id,
+        )
+        return True
+
+    def _register_counted(
+        self,
+        batch: list[InputFile],
+        events: dict[str, int],
+        skipped: dict[str, int],
+        load_id: int,
+        now: dt.datetime,
+    ) -> None:
         import polars as pl
 
-        store = self.store
-        files_frame = pl.DataFrame(
+        registry = pl.DataFrame(
             {
-                "path": [str(f.path) for f in batch],
                 "uri": [f.uri for f in batch],
                 "size": [f.size for f in batch],
-                "account": [f.meta.get("account") for f in batch],
-                "region": [f.meta.get("region") for f in batch],
+                "events": [events.get(f.uri, 0) for f in batch],
+                "skipped": [skipped[f.uri] for f in batch],
             },
-            schema={
-                "path": pl.String,
-                "uri": pl.String,
-                "size": pl.Int64,
-                "account": pl.String,
-                "region": pl.String,
-            },
+            schema={"uri": pl.String, "size": pl.Int64, "events": pl.Int64, "skipped": pl.Int64},
         )
-        store.register("_batch_files", files_frame)
+        self.store.register("_registry", registry)
+        try:
+            self.store.execute(
+                "INSERT INTO source_files"
+                " SELECT ?, ?, uri, size, 'loaded', events, skipped, 0, ?, ? FROM _registry",
+                [self.fmt.provider, self.source, load_id, now],
+            )
+        finally:
+            self.store.unregister("_registry")
+
+    def _events_per_file(self, load_id: int) -> dict[str, int]:
+        _, rows = self.store.columns_and_rows(
+            "SELECT source_uri, count(*) FROM access_events WHERE load_id = ? GROUP BY 1",
+            [load_id],
+        )
+        return {uri: int(n) for uri, n in rows}
+
+    def _drop_duplicates(self, load_id: int) -> int:
+        """Delete rows of load ``load_id`` whose event is already stored, or repeated within the
+        load (the first by file and position stays). Duplicates share their event id and event
+        time, so the search for older copies is limited to the load's time range, which zone
+        maps turn into a scan of a few row groups."""
+        store = self.store
+        first, last, repeated = store.columns_and_rows(
+            "SELECT min(event_time), max(event_time), count(*) - count(DISTINCT event_id)"
+            " FROM access_events WHERE load_id = ?",
+            [load_id],
+        )[1][0]
+        if first is None:
+            return 0
+        dropped = 0
+        if repeated:
+            dropped += store.execute_count(
+                "DELETE FROM access_events WHERE rowid IN (SELECT rowid FROM ("
+                "  SELECT rowid, row_number() OVER (PARTITION BY provider, event_id"
+                "    ORDER BY source_uri, source_index) AS copy"
+                "  FROM access_events WHERE load_id = ?) WHERE copy > 1)",
+                [load_id],
+            )
+        dropped += store.execute_count(
+            "DELETE FROM access_events WHERE rowid IN ("
+            " SELECT n.rowid FROM access_events n JOIN access_events o"
+            "   ON o.provider = n.provider AND o.event_id = n.event_id"
+            " WHERE n.load_id = ? AND o.load_id <> ? AND o.event_time BETWEEN ? AND ?)",
+            [load_id, load_id, first, last],
+        )
+        return dropped
+
+    # -- one batch, one transaction ---------------------------------------------------------
+    def _load_batch(self, batch: list[InputFile]) -> None:
+        store = self.store
+        store.register("_batch_files", _files_frame(batch))
         try:
             with store.transaction():
                 load_id = store.next_id("load_seq")
@@ -423,6 +541,32 @@ class Loader:
             " (nextval('quarantine_seq'), ?, ?, ?, NULL, ?, ?, NULL, ?, ?)",
             [self.fmt.provider, self.source, uri, reason, detail, load_id, now],
         )
+
+
+def _counted(batch: Sequence[InputFile]) -> bool:
+    """Whether every file's record count is known before loading (files split in Python)."""
+    return all("records" in f.meta for f in batch)
+
+
+def _files_frame(files: Sequence[InputFile]) -> object:
+    import polars as pl
+
+    return pl.DataFrame(
+        {
+            "path": [str(f.path) for f in files],
+            "uri": [f.uri for f in files],
+            "size": [f.size for f in files],
+            "account": [f.meta.get("account") for f in files],
+            "region": [f.meta.get("region") for f in files],
+        },
+        schema={
+            "path": pl.String,
+            "uri": pl.String,
+            "size": pl.Int64,
+            "account": pl.String,
+            "region": pl.String,
+        },
+    )
 
 
 def _read_failure_reason(message: str) -> str:

@@ -120,6 +120,16 @@ class Store:
     def unregister(self, name: str) -> None:
         self._con.unregister(name)
 
+    def disable_optimizer(self, name: str | None) -> None:
+        """Turn one of DuckDB's optimizer passes off for this connection (``None``: all on).
+        A session setting, so it survives a rolled-back transaction."""
+        if name is None:
+            self.execute("RESET disabled_optimizers")
+        elif name.replace("_", "").isalnum():
+            self.execute(f"SET disabled_optimizers = '{name}'")
+        else:
+            raise ValueError(f"not an optimizer name: {name!r}")
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Store]:
         """All statements inside commit together or not at all. Nested calls join the outer one."""

@@ -147,3 +147,24 @@ def test_other_services_records_are_skipped_not_loaded(tmp_path: Path, store: St
     report = cloudtrail.run(store, CloudTrailSource(path=str(tmp_path / "t")), keep_raw="none")
     assert (report.events_loaded, report.records_skipped) == (13, 1)
     assert store.scalar("SELECT count(*) FROM access_events WHERE event_id = 'ec2-event-1'") == 0
+    assert store.columns_and_rows("SELECT events, skipped FROM source_files")[1] == [(13, 1)]
+
+
+def test_a_bad_record_sends_its_batch_down_the_staged_path_with_the_same_counts(
+    tmp_path: Path, store: Store
+) -> None:
+    # Clean batches go straight into access_events; a batch holding a record to quarantine is
+    # loaded through the staging table instead. Both count the same way.
+    ec2 = dict(sample_records()[0], eventSource="ec2.amazonaws.com", eventID="ec2-event-1",
+               eventName="DescribeInstances")  # fmt: skip
+    broken = dict(sample_records()[0], eventID="broken-1", eventTime="not a time")
+    write(
+        tmp_path / "t", key_for(DAY, 935, unique="CleanAAAAAAAAAAA"), body([*sample_records(), ec2])
+    )
+    write(tmp_path / "t", key_for(DAY, 940, unique="BrokenBBBBBBBBBB"), body([broken, ec2]))
+    report = cloudtrail.run(store, CloudTrailSource(path=str(tmp_path / "t")), keep_raw="none")
+    assert (report.events_loaded, report.records_skipped, report.records_quarantined) == (13, 2, 1)
+    rows = store.columns_and_rows(
+        "SELECT events, skipped, quarantined FROM source_files ORDER BY uri"
+    )[1]
+    assert rows == [(13, 1, 0), (0, 1, 1)]
