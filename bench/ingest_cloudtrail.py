@@ -12,6 +12,7 @@ processes, median of three) over all of them.
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import os
@@ -31,7 +32,6 @@ from cloudtrail_corpus import build, files_of  # noqa: E402
 
 sys.path.insert(0, str(HERE.parent))
 from sentinel.sources.cloudtrail_records import spool_root  # noqa: E402
-
 
 RUNS = 3
 
@@ -125,8 +125,8 @@ def main() -> None:
         mb = sum(f.stat().st_size for f in files) / 2**20
         print(f"\n== {size:,} events in {len(files)} files ({mb:.0f} MiB gzipped)")
         zcat_run(files, size)  # warm the page cache
-        z = median_run(lambda: zcat_run(files, size))
-        s = median_run(lambda: sentinel_run(corpus))
+        z = median_run(functools.partial(zcat_run, files, size))
+        s = median_run(functools.partial(sentinel_run, corpus))
         n = naive_run(files)
         rows.append((size, s, n, z))
         print(

@@ -153,15 +153,21 @@ def new_uris(store: Store, uris: Sequence[str]) -> set[str]:
 
 
 def batches(
-    files: Iterable[InputFile], max_files: int, max_bytes: int = _MAX_BATCH_BYTES
+    files: Iterable[InputFile],
+    max_files: int,
+    max_bytes: int = _MAX_BATCH_BYTES,
+    first_bytes: int | None = None,
 ) -> Iterator[list[InputFile]]:
-    """Group files so each DuckDB read spreads over threads but stays within memory."""
+    """Group files so each DuckDB read spreads over threads but stays within memory.
+    ``first_bytes`` caps the first batch only: when files are prepared ahead of the loader,
+    a small first batch lets the database start working sooner."""
     batch: list[InputFile] = []
     size = 0
+    limit = first_bytes or max_bytes
     for f in files:
-        if batch and (len(batch) >= max_files or size + f.size > max_bytes):
+        if batch and (len(batch) >= max_files or size + f.size > limit):
             yield batch
-            batch, size = [], 0
+            batch, size, limit = [], 0, max_bytes
         batch.append(f)
         size += f.size
     if batch:

@@ -38,6 +38,8 @@ _FETCH_THREADS = 8
 # Compressed input per batch (the commit unit): ~0.4M events, several DuckDB row groups, so rows
 # are compressed and written in parallel during the insert rather than at commit.
 _BATCH_BYTES = 64 * 1024**2
+# The first batch is small so DuckDB starts while the split threads fill the next one.
+_FIRST_BATCH_BYTES = 8 * 1024**2
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,9 @@ def run(
         spool = Path(spool_dir)
         fetched = reader.fetch_all(listed, spool)
         split_files = split_ahead(fetched, spool, discard_originals=reader.downloads)
-        for batch in batches(split_files, max(1, source.batch_files), _BATCH_BYTES):
+        for batch in batches(
+            split_files, max(1, source.batch_files), _BATCH_BYTES, first_bytes=_FIRST_BATCH_BYTES
+        ):
             loader.load(batch)
             for f in batch:  # the split copies; the source files are never touched
                 if f.path.parent == spool:
