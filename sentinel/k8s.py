@@ -38,8 +38,8 @@ class Settings:
     loki_namespace: str = "loki"
     monitoring_namespace: str = "monitoring"
     siem_cidr: str = "0.0.0.0/0"
-    cpu: str = "1"
-    memory: str = "2Gi"
+    cpu: str = "2"  # ingest and detection use two cores (DuckDB threads plus the CloudTrail split)
+    memory: str = "3Gi"  # ~1 GiB process + up to ~1.1 GiB of split CloudTrail files in /spool
 
 
 def render(jobs: tuple[Job, ...], settings: Settings) -> dict[str, str]:
@@ -150,6 +150,7 @@ def _pod_spec(args: list[str], settings: Settings, grace_seconds: int) -> dict[s
         {"name": "SENTINEL_CONFIG", "value": "/etc/sentinel/sentinel.toml"},
         {"name": "SENTINEL_DB", "value": "/data/sentinel.duckdb"},
         {"name": "HOME", "value": "/tmp"},  # noqa: S108 (an emptyDir; the root fs is read-only)
+        {"name": "SENTINEL_SPOOL_DIR", "value": "/spool"},
     ]
     env += [
         {
@@ -180,6 +181,7 @@ def _pod_spec(args: list[str], settings: Settings, grace_seconds: int) -> dict[s
             {"name": "data", "mountPath": "/data"},
             {"name": "config", "mountPath": "/etc/sentinel", "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 (an emptyDir, not the host's /tmp)
+            {"name": "spool", "mountPath": "/spool"},
         ],
     }
     return {
@@ -198,6 +200,9 @@ def _pod_spec(args: list[str], settings: Settings, grace_seconds: int) -> dict[s
             {"name": "data", "persistentVolumeClaim": {"claimName": "sentinel-data"}},
             {"name": "config", "configMap": {"name": "sentinel-config"}},
             {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+            # CloudTrail files split for DuckDB live here for seconds; memory-backed, because
+            # writing gigabytes through a disk's page cache costs more CPU than the split itself.
+            {"name": "spool", "emptyDir": {"medium": "Memory", "sizeLimit": "1536Mi"}},
         ],
     }
 

@@ -38,8 +38,9 @@ from sentinel.ingest import InputFile
 FIELD_SEPARATOR = b"\x01"
 _NEWLINE = b"\n"
 _SPLIT_THREADS = 2
-# Compressed bytes split ahead of the loader: about one batch, so the spool stays small.
-_AHEAD_BYTES = 64 * 1024**2
+# Compressed bytes split ahead of the loader (half a batch): enough to keep DuckDB fed, and the
+# spool then holds at most ~1.5 batches of text (~1 GiB).
+_AHEAD_BYTES = 32 * 1024**2
 _INDEX_PREFIXES = [b"%d\x01" % i for i in range(8192)]
 # isal's gzip module is untyped; it reads multi-member files like the standard library's.
 _gunzip: Callable[[bytes], bytes] = igzip.decompress
