@@ -13,6 +13,7 @@ so one bad file is quarantined while the rest of the batch lands.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -157,19 +158,21 @@ def batches(
     max_files: int,
     max_bytes: int = _MAX_BATCH_BYTES,
     first_bytes: int | None = None,
+    weight: Callable[[InputFile], int] | None = None,
 ) -> Iterator[list[InputFile]]:
-    """Group files so each DuckDB read spreads over threads but stays within memory.
-    ``first_bytes`` caps the first batch only: when files are prepared ahead of the loader,
-    a small first batch lets the database start working sooner."""
+    """Group files so each DuckDB read spreads over threads but stays within memory. Files weigh
+    their size unless ``weight`` says otherwise. ``first_bytes`` caps the first batch only: when
+    files are prepared ahead of the loader, a small first batch gets the database going sooner."""
     batch: list[InputFile] = []
     size = 0
     limit = first_bytes or max_bytes
     for f in files:
-        if batch and (len(batch) >= max_files or size + f.size > limit):
+        w = weight(f) if weight else f.size
+        if batch and (len(batch) >= max_files or size + w > limit):
             yield batch
             batch, size, limit = [], 0, max_bytes
         batch.append(f)
-        size += f.size
+        size += w
     if batch:
         yield batch
 
@@ -207,32 +210,38 @@ class Loader:
         self.on_commit = on_commit
 
     def load(self, batch: list[InputFile]) -> None:
+        """Commit one batch. Files already known to be unreadable are quarantined in the same
+        transaction as the rest, so the cursor never passes a file that did not commit."""
         started = time.perf_counter()
-        for f in batch:
-            if f.unreadable:
-                self._quarantine_file(f, *f.unreadable)
-        batch = [f for f in batch if not f.unreadable]
-        if not batch:
+        try:
+            self._load_guarded(batch)
+        finally:
+            self.report.seconds += time.perf_counter() - started
+
+    def _load_guarded(self, batch: list[InputFile]) -> None:
+        readable = [f for f in batch if not f.unreadable]
+        unreadable = [f for f in batch if f.unreadable]
+        if not readable:
+            self._quarantine_files(unreadable)
             return
         try:
-            if not (_counted(batch) and self._load_direct(batch)):
-                self._load_batch(batch)
+            if not (_counted(readable) and self._load_direct(readable, unreadable)):
+                self._load_batch(readable, unreadable)
         except StoreError as exc:
             if exc.kind not in _BAD_INPUT_ERRORS:
                 raise  # memory, disk or a bug: not the input's fault, so quarantine nothing
             if len(batch) == 1:
-                self._quarantine_file(batch[0], _read_failure_reason(str(exc)), str(exc))
-            else:
-                log.info(
-                    "ingest.batch_split", source=self.source, files=len(batch), error=str(exc)[:300]
-                )
-                for one in batch:
-                    self.load([one])
+                reason = (_read_failure_reason(str(exc)), str(exc))
+                self._quarantine_files([dataclasses.replace(batch[0], unreadable=reason)])
                 return
-        self.report.seconds += time.perf_counter() - started
+            log.info(
+                "ingest.batch_split", source=self.source, files=len(batch), error=str(exc)[:300]
+            )
+            for one in batch:  # in order, so each commit moves the cursor past loaded files only
+                self._load_guarded([one])
 
     # -- the common case: one pass, straight into access_events ------------------------------
-    def _load_direct(self, batch: list[InputFile]) -> bool:
+    def _load_direct(self, batch: list[InputFile], unreadable: list[InputFile]) -> bool:
         """Insert the batch's valid rows straight from the stage query, in one transaction.
 
         Needs each file's record count up front (the files were split in Python), so that
@@ -266,22 +275,40 @@ class Loader:
                 events = self._events_per_file(load_id) if duplicates else valid
                 skipped = {f.uri: int(f.meta["records"]) - valid.get(f.uri, 0) for f in batch}
                 self._register_counted(batch, events, skipped, load_id, now)
+                self._write_unreadable(unreadable, load_id, now)
                 inserted = sum(events.values())
+                files = len(batch) + len(unreadable)
                 store.execute(
-                    "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, 0)",
-                    [load_id, self.fmt.provider, self.source, now, len(batch), inserted],
+                    "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        load_id,
+                        self.fmt.provider,
+                        self.source,
+                        now,
+                        files,
+                        inserted,
+                        len(unreadable),
+                    ],
                 )
                 if self.on_commit:
-                    self.on_commit(store, batch)
+                    self.on_commit(store, batch + unreadable)
         except StoreError as exc:
-            if _NEEDS_STAGING not in exc.message:
+            # A record to quarantine (our error()), or input DuckDB cannot read: either way the
+            # staged path decides, record by record or file by file.
+            if exc.kind not in _BAD_INPUT_ERRORS:
                 raise
-            log.debug("ingest.batch_needs_staging", source=self.source, files=len(batch))
+            log.debug(
+                "ingest.batch_needs_staging",
+                source=self.source,
+                files=len(batch),
+                error=exc.message[:300],
+            )
             return False
         finally:
             if pushdown_off:  # the transaction is over (rolled back), so this cannot fail on it
                 store.disable_optimizer(None)
             store.unregister("_batch_files")
+        self._report_unreadable(unreadable)
         report = self.report
         report.files_loaded += len(batch)
         report.events_loaded += inserted
@@ -365,7 +392,7 @@ class Loader:
         return dropped
 
     # -- one batch, one transaction ---------------------------------------------------------
-    def _load_batch(self, batch: list[InputFile]) -> None:
+    def _load_batch(self, batch: list[InputFile], unreadable: list[InputFile]) -> None:
         store = self.store
         store.register("_batch_files", _files_frame(batch))
         try:
@@ -388,7 +415,8 @@ class Loader:
                     self._quarantine_records(load_id, now)
                 inserted = self._insert_events(load_id, tally) if tally.valid else 0
                 self._register_files(load_id, now)
-                quarantined = len(tally.bad_files) + tally.bad_records
+                self._write_unreadable(unreadable, load_id, now)
+                quarantined = len(tally.bad_files) + tally.bad_records + len(unreadable)
                 store.execute(
                     "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?)",
                     [
@@ -396,16 +424,17 @@ class Loader:
                         self.fmt.provider,
                         self.source,
                         now,
-                        len(batch),
+                        len(batch) + len(unreadable),
                         inserted,
                         quarantined,
                     ],
                 )
                 if self.on_commit:
-                    self.on_commit(store, batch)
+                    self.on_commit(store, batch + unreadable)
                 store.execute("DROP TABLE _stage")
         finally:
             store.unregister("_batch_files")
+        self._report_unreadable(unreadable)
         report = self.report
         report.files_loaded += len(batch) - len(tally.bad_files)
         report.files_quarantined += len(tally.bad_files)
@@ -502,41 +531,54 @@ class Loader:
         self.store.execute(
             "INSERT INTO source_files SELECT ?, ?, b.uri, b.size,"
             " CASE WHEN coalesce(c.envelope_ok, true) THEN 'loaded' ELSE 'quarantined' END,"
-            " coalesce(c.events, 0), coalesce(c.skipped, 0), coalesce(c.bad, 0), ?, ?"
+            " coalesce(e.events, 0), coalesce(c.skipped, 0), coalesce(c.bad, 0), ?, ?"
             " FROM _batch_files b LEFT JOIN ("
             "   SELECT source_uri, bool_and(envelope_ok) AS envelope_ok,"
-            "     count(*) FILTER (WHERE envelope_ok AND bad_reason IS NULL AND NOT skip)"
-            "       AS events,"
             "     count(*) FILTER (WHERE envelope_ok AND bad_reason IS NULL AND skip) AS skipped,"
             "     count(*) FILTER (WHERE envelope_ok AND bad_reason IS NOT NULL) AS bad"
-            "   FROM _stage GROUP BY source_uri) c ON c.source_uri = b.uri",
-            [self.fmt.provider, self.source, load_id, now],
+            "   FROM _stage GROUP BY source_uri) c ON c.source_uri = b.uri"
+            # Events actually stored (duplicates of stored events are not counted twice).
+            " LEFT JOIN (SELECT source_uri, count(*) AS events FROM access_events"
+            "   WHERE load_id = ? GROUP BY source_uri) e ON e.source_uri = b.uri",
+            [self.fmt.provider, self.source, load_id, now, load_id],
         )
 
-    # -- a file DuckDB cannot read at all ---------------------------------------------------
-    def _quarantine_file(self, f: InputFile, reason: str, detail: str) -> None:
+    # -- files that cannot be read at all ----------------------------------------------------
+    def _quarantine_files(self, files: list[InputFile]) -> None:
+        """Quarantine unreadable files (``unreadable`` set) in a transaction of their own."""
         now = utcnow()
         with self.store.transaction():
             load_id = self.store.next_id("load_seq")
+            self._write_unreadable(files, load_id, now)
+            self.store.execute(
+                "INSERT INTO loads VALUES (?, ?, ?, ?, ?, 0, ?)",
+                [load_id, self.fmt.provider, self.source, now, len(files), len(files)],
+            )
+            if self.on_commit:
+                self.on_commit(self.store, files)
+        self._report_unreadable(files)
+
+    def _write_unreadable(self, files: list[InputFile], load_id: int, now: dt.datetime) -> None:
+        """Quarantine and registry rows for whole unreadable files, in the caller's transaction."""
+        for f in files:
+            reason, detail = f.unreadable or ("unreadable", "")
             self._quarantine_file_row(f.uri, reason, detail[:1000], load_id, now)
             self.store.execute(
                 "INSERT INTO source_files VALUES (?, ?, ?, ?, 'quarantined', 0, 0, 0, ?, ?)",
                 [self.fmt.provider, self.source, f.uri, f.size, load_id, now],
             )
-            self.store.execute(
-                "INSERT INTO loads VALUES (?, ?, ?, ?, 1, 0, 1)",
-                [load_id, self.fmt.provider, self.source, now],
+
+    def _report_unreadable(self, files: list[InputFile]) -> None:
+        for f in files:
+            reason, detail = f.unreadable or ("unreadable", "")
+            self.report.files_quarantined += 1
+            log.warning(
+                "ingest.file_quarantined",
+                source=self.source,
+                uri=f.uri,
+                reason=reason,
+                detail=detail[:300],
             )
-            if self.on_commit:
-                self.on_commit(self.store, [f])
-        self.report.files_quarantined += 1
-        log.warning(
-            "ingest.file_quarantined",
-            source=self.source,
-            uri=f.uri,
-            reason=reason,
-            detail=detail[:300],
-        )
 
     def _quarantine_file_row(
         self, uri: str, reason: str, detail: str, load_id: int, now: dt.datetime

@@ -39,7 +39,7 @@ class Settings:
     monitoring_namespace: str = "monitoring"
     siem_cidr: str = "0.0.0.0/0"
     cpu: str = "2"  # ingest and detection use two cores (DuckDB threads plus the CloudTrail split)
-    memory: str = "3Gi"  # ~1 GiB process + up to ~1.1 GiB of split CloudTrail files in /spool
+    memory: str = "3Gi"  # <1 GiB process + up to ~1.4 GiB of split CloudTrail files in /spool
 
 
 def render(jobs: tuple[Job, ...], settings: Settings) -> dict[str, str]:
@@ -202,7 +202,7 @@ def _pod_spec(args: list[str], settings: Settings, grace_seconds: int) -> dict[s
             {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
             # CloudTrail files split for DuckDB live here for seconds; memory-backed, because
             # writing gigabytes through a disk's page cache costs more CPU than the split itself.
-            {"name": "spool", "emptyDir": {"medium": "Memory", "sizeLimit": "1536Mi"}},
+            {"name": "spool", "emptyDir": {"medium": "Memory", "sizeLimit": "1600Mi"}},
         ],
     }
 

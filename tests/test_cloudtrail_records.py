@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sentinel.config import CloudTrailSource
+from sentinel.errors import StoreError
 from sentinel.ingest import InputFile
 from sentinel.sources import cloudtrail
 from sentinel.sources.cloudtrail_records import split, spool_root
@@ -138,4 +139,63 @@ def test_spool_holds_only_unfinished_batches(
     assert [left for left, _ in seen] == [10, 8, 6, 4, 2, 0]
     # Committed batches leave nothing behind; what remains was split ahead for later batches.
     assert all(files <= left for left, files in seen)
+    assert list(spool.iterdir()) == []
+
+
+def test_carriage_returns_byte_order_mark_and_empty_files(tmp_path: Path, store: Store) -> None:
+    trail = tmp_path / "trail"
+    crlf = json.dumps({"Records": [record(key="crlf")]}, indent=2).replace("\n", "\r\n")
+    write(trail, key_for(DAY, 0, unique="CrlfAAAAAAAAAAAA"), gzip.compress(crlf.encode()))
+    bom = b"\xef\xbb\xbf" + _compact({"Records": [record(key="bom")]})
+    write(trail, key_for(DAY, 5, unique="BomBBBBBBBBBBBBB"), gzip.compress(bom))
+    write(trail, key_for(DAY, 9, unique="EmptyCCCCCCCCCCC"), gzip.compress(b""))
+    report = cloudtrail.run(store, CloudTrailSource(path=str(trail)), keep_raw="all")
+    assert (report.events_loaded, report.files_quarantined) == (2, 1)
+    keys = {r[0] for r in store.columns_and_rows("SELECT object_key FROM access_events")[1]}
+    assert keys == {"crlf", "bom"}
+    assert store.query("SELECT reason, detail FROM quarantine") == [
+        {"reason": "no_records_envelope", "detail": "the file is empty"}
+    ]
+
+
+def test_unreadable_files_commit_with_their_batch(tmp_path: Path, store: Store) -> None:
+    # One transaction for the whole batch: the cursor never moves past a file whose events did
+    # not commit, even when a later file in the batch is quarantined before the load.
+    trail = tmp_path / "trail"
+    write(trail, key_for(DAY, 0, unique="GoodAAAAAAAAAAAA"), body([record(key="a")]))
+    write(trail, key_for(DAY + dt.timedelta(days=3), 0, unique="CorruptBBBBBBBBB"), b"\x1f\x8bjunk")
+    cloudtrail.run(store, CloudTrailSource(path=str(trail)), keep_raw="none")
+    loads = store.columns_and_rows("SELECT files, events, quarantined FROM loads")[1]
+    assert loads == [(2, 1, 1)]
+    assert store.scalar("SELECT count(DISTINCT load_id) FROM source_files") == 1
+
+
+def test_per_file_event_counts_exclude_duplicates_on_both_paths(
+    tmp_path: Path, store: Store
+) -> None:
+    twice = record(key="twice", event_id="same-event")
+    trail = tmp_path / "trail"
+    write(trail, key_for(DAY, 0, unique="CleanAAAAAAAAAAA"), body([twice, twice, record()]))
+    cloudtrail.run(store, CloudTrailSource(path=str(trail)), keep_raw="none")  # one pass
+    broken = dict(record(key="broken"), eventTime="not a time")
+    write(trail, key_for(DAY, 5, unique="DupesBBBBBBBBBBB"), body([twice, twice, record()]))
+    write(trail, key_for(DAY, 9, unique="BrokenCCCCCCCCCC"), body([broken]))
+    report = cloudtrail.run(store, CloudTrailSource(path=str(trail)), keep_raw="none")  # staged
+    assert (report.events_loaded, report.events_duplicate, report.records_quarantined) == (1, 2, 1)
+    counts = store.columns_and_rows("SELECT events FROM source_files ORDER BY uri")[1]
+    assert counts == [(2,), (1,), (0,)]  # Clean, Dupes, Broken (sorted by time in the key)
+
+
+def test_a_failed_run_stops_its_threads_and_removes_the_spool(
+    tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    monkeypatch.setenv("SENTINEL_SPOOL_DIR", str(spool))
+    trail = tmp_path / "trail"
+    for minute in range(0, 120, 2):
+        write(trail, key_for(DAY, minute, unique=f"Many{minute:012d}"), body([record()] * 50))
+    Store.open(db_path).close()  # a database the run may read but not write
+    with Store.open(db_path, read_only=True) as readonly, pytest.raises(StoreError):
+        cloudtrail.run(readonly, CloudTrailSource(path=str(trail), batch_files=2), keep_raw="none")
     assert list(spool.iterdir()) == []

@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import cast
@@ -31,16 +31,20 @@ import msgspec
 from isal import igzip
 from isal.igzip_lib import IsalError
 
+from sentinel.errors import SourceError
 from sentinel.ingest import InputFile
 
 # Neither byte can appear raw in valid JSON (control characters must be escaped inside strings,
 # and only space, tab, CR and LF are whitespace), so a line splits unambiguously.
 FIELD_SEPARATOR = b"\x01"
 _NEWLINE = b"\n"
+_CR = b"\r"
+_BOM = b"\xef\xbb\xbf"
 _SPLIT_THREADS = 2
-# Compressed bytes split ahead of the loader (half a batch): enough to keep DuckDB fed, and the
-# spool then holds at most ~1.5 batches of text (~1 GiB).
-_AHEAD_BYTES = 32 * 1024**2
+# JSON text split ahead of the loader: enough to keep DuckDB fed while it loads a batch. The
+# spool then holds at most one batch plus this (~1.4 GiB).
+_AHEAD_BYTES = 384 * 1024**2
+_GZIP_RATIO = 10  # typical for CloudTrail JSON; only used when the trailer cannot be read
 _INDEX_PREFIXES = [b"%d\x01" % i for i in range(8192)]
 # isal's gzip module is untyped; it reads multi-member files like the standard library's.
 _gunzip: Callable[[bytes], bytes] = igzip.decompress
@@ -60,13 +64,21 @@ _DECODER = msgspec.json.Decoder(_Envelope)
 
 def split(f: InputFile, target: Path) -> InputFile:
     """Write ``f``'s records to ``target``, one per line; return ``f`` pointing at it (with
-    ``meta['records']`` and ``meta['longest_record']``), or with ``unreadable`` set."""
-    data = f.path.read_bytes()
+    ``meta['records']``, ``meta['longest_record']`` and ``meta['text_bytes']``), or with
+    ``unreadable`` set. A spool that cannot be written is an error for the whole run."""
+    try:
+        data = f.path.read_bytes()
+    except OSError as exc:
+        return dataclasses.replace(f, unreadable=("unreadable", f"cannot read: {exc}"))
     if f.compression == "gzip":
         try:
             data = _gunzip(data)
         except _CORRUPT_GZIP as exc:
             return dataclasses.replace(f, unreadable=("corrupt_compression", f"gzip: {exc}"))
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    if len(data) < 16 and not data.strip():
+        return dataclasses.replace(f, unreadable=("no_records_envelope", "the file is empty"))
     try:
         records = _DECODER.decode(data).Records
     except msgspec.ValidationError as exc:
@@ -80,17 +92,42 @@ def split(f: InputFile, target: Path) -> InputFile:
         except UnicodeDecodeError as exc:
             return dataclasses.replace(f, unreadable=("malformed_json", f"not UTF-8: {exc}"))
     lines: list[bytes | msgspec.Raw] = list(records)
-    if _NEWLINE in data:
-        # Pretty-printed input: a newline in valid JSON is whitespace, so a space replaces it.
-        lines = [bytes(r).replace(_NEWLINE, b" ") for r in records]
+    if _NEWLINE in data or _CR in data:
+        # Pretty-printed or CRLF input. In valid JSON these bytes are whitespace between tokens
+        # (inside strings they must be escaped), so a space keeps the record's meaning.
+        lines = [bytes(r).replace(_NEWLINE, b" ").replace(_CR, b" ") for r in records]
     pieces = zip(_prefixes(len(lines)), lines, itertools.repeat(_NEWLINE))
-    target.write_bytes(b"".join(itertools.chain.from_iterable(pieces)))
+    try:
+        target.write_bytes(b"".join(itertools.chain.from_iterable(pieces)))
+    except OSError as exc:
+        raise SourceError(
+            f"cannot write the split copy of {f.uri} to {target.parent}: {exc}",
+            hint="free space there, or point SENTINEL_SPOOL_DIR at a larger directory",
+        ) from exc
     meta = {
         **f.meta,
         "records": str(len(lines)),
         "longest_record": str(max(map(len, lines), default=0)),
+        "text_bytes": str(len(data)),
     }
     return dataclasses.replace(f, path=target, compression="none", meta=meta)
+
+
+def text_size(f: InputFile) -> int:
+    """The JSON text a file holds: measured once split, else estimated from the gzip trailer."""
+    if "text_bytes" in f.meta:
+        return int(f.meta["text_bytes"])
+    if f.compression != "gzip" or f.unreadable:
+        return f.size
+    # gzip's trailer holds the uncompressed length modulo 2**32 (ISIZE, RFC 1952 section 2.3.1).
+    try:
+        with f.path.open("rb") as handle:
+            handle.seek(-4, os.SEEK_END)
+            isize = int.from_bytes(handle.read(4), "little")
+    except OSError:
+        return f.size * _GZIP_RATIO
+    # Deflate cannot expand more than ~1032x; a damaged trailer must not look like gigabytes.
+    return max(f.size, min(isize, f.size * 1032))
 
 
 def _prefixes(count: int) -> Iterable[bytes]:
@@ -135,10 +172,11 @@ def keep_large_buffers() -> None:
 
 def split_ahead(
     files: Iterable[InputFile], spool: Path, *, discard_originals: bool
-) -> Iterator[InputFile]:
+) -> Generator[InputFile, None, None]:
     """``split`` every file into ``spool``, in order, on a thread pool that stays up to
-    ``_AHEAD_BYTES`` of input ahead of the consumer. ``discard_originals`` deletes each input
-    once split (downloaded copies)."""
+    ``_AHEAD_BYTES`` of JSON text ahead of the consumer. ``discard_originals`` deletes each input
+    once split (downloaded copies). Closing the iterator cancels queued work and waits for the
+    running splits, so the spool can be removed right after."""
     pending: deque[tuple[Future[InputFile], int]] = deque()
     in_flight = 0
     counter = itertools.count()
@@ -151,17 +189,21 @@ def split_ahead(
             if discard_originals:
                 f.path.unlink(missing_ok=True)
 
-    with ThreadPoolExecutor(max_workers=_SPLIT_THREADS, thread_name_prefix="split") as pool:
+    pool = ThreadPoolExecutor(max_workers=_SPLIT_THREADS, thread_name_prefix="split")
+    try:
         while True:
             while not pending or in_flight < _AHEAD_BYTES:
                 nxt = next(source, None)
                 if nxt is None:
                     break
                 target = spool / f"records-{next(counter):07d}.txt"
-                pending.append((pool.submit(work, nxt, target), nxt.size))
-                in_flight += nxt.size
+                weight = text_size(nxt)
+                pending.append((pool.submit(work, nxt, target), weight))
+                in_flight += weight
             if not pending:
                 return
-            future, size = pending.popleft()
-            in_flight -= size
+            future, weight = pending.popleft()
+            in_flight -= weight
             yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
