@@ -7,8 +7,11 @@ events (deduplicated against the batch and the table), registers every file in `
 records the load, and moves the caller's cursor. Killing the process at any point therefore loses
 nothing and duplicates nothing: an uncommitted batch is simply read again on the next run.
 
-A batch that DuckDB cannot read as a whole (corrupt gzip, truncated JSON) is retried file by file,
-so one bad file is quarantined while the rest of the batch lands.
+Two paths share those guarantees. When every file's record count is known up front (CloudTrail
+files split in Python), a batch is inserted in one pass straight from the stage query; a record
+that needs quarantine aborts that statement and the batch takes the staged path, which
+materializes the stage query once and quarantines record by record. A batch that DuckDB cannot
+read as a whole is retried file by file, so one bad file is quarantined while the rest lands.
 """
 
 from __future__ import annotations
