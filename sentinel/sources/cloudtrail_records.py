@@ -34,8 +34,9 @@ from isal.igzip_lib import IsalError
 from sentinel.errors import SourceError
 from sentinel.ingest import InputFile
 
-# Neither byte can appear raw in valid JSON (control characters must be escaped inside strings,
-# and only space, tab, CR and LF are whitespace), so a line splits unambiguously.
+# \x01 cannot appear raw in valid JSON (control characters must be escaped inside strings and are
+# not whitespace), and split() turns the only raw newlines JSON allows (whitespace between
+# tokens) into spaces, so each line splits unambiguously into index and record.
 FIELD_SEPARATOR = b"\x01"
 _NEWLINE = b"\n"
 _CR = b"\r"
@@ -45,7 +46,7 @@ _SPLIT_THREADS = 2
 # spool then holds at most one batch plus this (~1.4 GiB).
 _AHEAD_BYTES = 384 * 1024**2
 _GZIP_RATIO = 10  # typical for CloudTrail JSON; only used when the trailer cannot be read
-_INDEX_PREFIXES = [b"%d\x01" % i for i in range(8192)]
+_INDEX_PREFIXES = [b"%d" % i + FIELD_SEPARATOR for i in range(8192)]
 # isal's gzip module is untyped; it reads multi-member files like the standard library's.
 _gunzip: Callable[[bytes], bytes] = igzip.decompress
 # What a damaged gzip stream raises: truncation, a bad deflate block, a CRC or header mismatch.
@@ -134,7 +135,8 @@ def _prefixes(count: int) -> Iterable[bytes]:
     if count <= len(_INDEX_PREFIXES):
         return _INDEX_PREFIXES
     return itertools.chain(
-        _INDEX_PREFIXES, (b"%d\x01" % i for i in range(len(_INDEX_PREFIXES), count))
+        _INDEX_PREFIXES,
+        (b"%d" % i + FIELD_SEPARATOR for i in range(len(_INDEX_PREFIXES), count)),
     )
 
 

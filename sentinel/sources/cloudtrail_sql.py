@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from sentinel.actions import AWS_ACTIONS, sql_case
 from sentinel.ingest import InputFile
+from sentinel.sources.cloudtrail_records import FIELD_SEPARATOR
 
 # (alias, JSON path); the order is the index into the extracted list.
 _PATHS: tuple[tuple[str, str], ...] = (
@@ -128,12 +129,15 @@ FROM z
 
 
 def _read(files: Sequence[InputFile]) -> str:
+    """The split lines (``cloudtrail_records``) as (source_index, record, filename); no quoting
+    or escaping, since the separator cannot occur in a record."""
     listed = ", ".join("'" + str(f.path).replace("'", "''") + "'" for f in files)
     longest = max((int(f.meta.get("longest_record", "0")) for f in files), default=0)
     # The reader refuses lines over max_line_size (2 MB by default) and sizes its buffers from it.
     max_line = max(_DEFAULT_MAX_LINE, 1 << (longest + 32).bit_length())
     return (
         f"read_csv([{listed}], columns={{'source_index': 'INTEGER', 'record': 'VARCHAR'}},"
-        " delim=chr(1), quote='', escape='', new_line='\\n', header=false, auto_detect=false,"
+        f" delim=chr({FIELD_SEPARATOR[0]}), quote='', escape='', new_line='\\n', header=false,"
+        " auto_detect=false,"
         f" filename=true, max_line_size={max_line}, buffer_size={4 * max_line})"
     )
