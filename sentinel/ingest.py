@@ -278,23 +278,8 @@ class Loader:
                 events = self._events_per_file(load_id) if duplicates else valid
                 skipped = {f.uri: int(f.meta["records"]) - valid.get(f.uri, 0) for f in batch}
                 self._register_counted(batch, events, skipped, load_id, now)
-                self._write_unreadable(unreadable, load_id, now)
                 inserted = sum(events.values())
-                files = len(batch) + len(unreadable)
-                store.execute(
-                    "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        load_id,
-                        self.fmt.provider,
-                        self.source,
-                        now,
-                        files,
-                        inserted,
-                        len(unreadable),
-                    ],
-                )
-                if self.on_commit:
-                    self.on_commit(store, batch + unreadable)
+                self._finish_load(batch, unreadable, load_id, now, events=inserted, quarantined=0)
         except StoreError as exc:
             # A record to quarantine (our error()), or input DuckDB cannot read: either way the
             # staged path decides, record by record or file by file.
@@ -418,22 +403,14 @@ class Loader:
                     self._quarantine_records(load_id, now)
                 inserted = self._insert_events(load_id, tally) if tally.valid else 0
                 self._register_files(load_id, now)
-                self._write_unreadable(unreadable, load_id, now)
-                quarantined = len(tally.bad_files) + tally.bad_records + len(unreadable)
-                store.execute(
-                    "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        load_id,
-                        self.fmt.provider,
-                        self.source,
-                        now,
-                        len(batch) + len(unreadable),
-                        inserted,
-                        quarantined,
-                    ],
+                self._finish_load(
+                    batch,
+                    unreadable,
+                    load_id,
+                    now,
+                    events=inserted,
+                    quarantined=len(tally.bad_files) + tally.bad_records,
                 )
-                if self.on_commit:
-                    self.on_commit(store, batch + unreadable)
                 store.execute("DROP TABLE _stage")
         finally:
             store.unregister("_batch_files")
@@ -552,14 +529,38 @@ class Loader:
         now = utcnow()
         with self.store.transaction():
             load_id = self.store.next_id("load_seq")
-            self._write_unreadable(files, load_id, now)
-            self.store.execute(
-                "INSERT INTO loads VALUES (?, ?, ?, ?, ?, 0, ?)",
-                [load_id, self.fmt.provider, self.source, now, len(files), len(files)],
-            )
-            if self.on_commit:
-                self.on_commit(self.store, files)
+            self._finish_load([], files, load_id, now, events=0, quarantined=0)
         self._report_unreadable(files)
+
+    def _finish_load(
+        self,
+        loaded: list[InputFile],
+        unreadable: list[InputFile],
+        load_id: int,
+        now: dt.datetime,
+        *,
+        events: int,
+        quarantined: int,
+    ) -> None:
+        """Close a load inside its transaction: quarantine the unreadable files, record the load
+        (``quarantined`` counts what was quarantined besides them), and let the caller move its
+        cursor over every file of the load."""
+        self._write_unreadable(unreadable, load_id, now)
+        files = [*loaded, *unreadable]
+        self.store.execute(
+            "INSERT INTO loads VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                load_id,
+                self.fmt.provider,
+                self.source,
+                now,
+                len(files),
+                events,
+                quarantined + len(unreadable),
+            ],
+        )
+        if self.on_commit:
+            self.on_commit(self.store, files)
 
     def _write_unreadable(self, files: list[InputFile], load_id: int, now: dt.datetime) -> None:
         """Quarantine and registry rows for whole unreadable files, in the caller's transaction."""
