@@ -61,8 +61,8 @@ class Store:
         # Insertion order is irrelevant to us and keeping it costs ~1.4x on bulk loads.
         store.execute("SET preserve_insertion_order = false")
         # Checkpoint-time vacuum merges the partly filled row groups each parallel bulk insert
-        # leaves behind: on a few million events it took 1-4 s and briefly doubled memory, for
-        # row groups ~25% fuller. Fully deleted row groups are still dropped without it.
+        # leaves behind: a burst of single-threaded work and memory after large ingests, for
+        # fuller row groups. Fully deleted row groups are still dropped without it.
         store.execute("SET max_vacuum_tasks = 0")
         if not read_only:
             store.migrate()

@@ -8,7 +8,7 @@ decoded), and each record goes to a spool file as one line, ``<index>\\x01<recor
 reader splits those lines in parallel and each record is parsed once. The raw record kept for
 investigation is therefore the original text, byte for byte.
 
-Decompression uses ISA-L (``isal``), about 3x faster than zlib; it and the file writes release
+Decompression uses ISA-L (``isal``), several times faster than zlib; it and the file writes release
 the GIL, so a small thread pool splits the next files while DuckDB loads the current batch.
 """
 
